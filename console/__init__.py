@@ -1,0 +1,1 @@
+"""The Typer CLI and the Textual console."""

@@ -1,0 +1,123 @@
+"""Outputs of the controller: what the runtime must do, and the trace of why.
+
+Effects are frozen dataclasses. The runtime executes them (speak, cancel audio, end
+the call); `Trace` records go to the journal. Nothing here performs I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+TRACE_SCHEMA = 1
+
+PromptKind = Literal[
+    "question",  # the pending question itself
+    "restate",  # the question again, briefly (repeat request, ready, channel repaired)
+    "reminder",  # a ladder stage prompt (gentle check, alternative route)
+    "acknowledgement",  # "Sure, take your time." once per pause (W3)
+    "filler",  # tool still running (L10)
+    "reprompt",  # the missing-response watchdog fired (W2)
+    "channel_recovery",  # honest notice that the line has a problem (L9)
+    "close",  # the final message (L11)
+]
+
+Outcome = Literal[
+    "answered",
+    "resumed_after_check",
+    "explicit_wait",
+    "input_path_failed",
+    "closed_incomplete",
+    "caller_disconnected",
+    "deadline_reached",
+    "handed_off",
+    "route_taken",
+    "completed",
+]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Effect:
+    def to_dict(self) -> dict:
+        data: dict[str, Any] = {"effect": type(self).__name__}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            data[f.name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+
+@dataclass(frozen=True)
+class RequestPrompt(Effect):
+    """Speak `text`. The output adapter reports playback events with `token`."""
+
+    token: int
+    kind: PromptKind
+    text: str
+    stage: str | None
+    question: str | None
+    interruptible: bool = True
+    routes: tuple[str, ...] = ()  # fallback routes this prompt offers
+    estimate_ms: float = 0.0  # duration estimate until the adapter says otherwise
+
+
+@dataclass(frozen=True)
+class CancelPrompt(Effect):
+    """Stop the prompt and flush its queued audio at once."""
+
+    token: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Answered(Effect):
+    """The caller (never silence) supplied the pending answer (L13)."""
+
+    question: str
+    turn: str
+    value: str | None
+    intent: str
+
+
+@dataclass(frozen=True)
+class RouteTaken(Effect):
+    route: str
+    question: str | None
+
+
+@dataclass(frozen=True)
+class EpisodeEnded(Effect):
+    question: str
+    episode: int
+    outcome: Outcome
+    reason: str
+    pending_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionClosed(Effect):
+    outcome: Outcome
+    reason: str
+    pending_tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trace(Effect):
+    """One transition, with the identities needed to diagnose a race (JSON-ready)."""
+
+    kind: str
+    reason: str
+    at: float
+    state: str
+    question: str | None = None
+    episode: int | None = None
+    generation: int | None = None
+    token: int | None = None
+    turn: str | None = None
+    stage: str | None = None
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        del data["effect"]
+        return {"schema": TRACE_SCHEMA, **data}

@@ -1,0 +1,223 @@
+"""The no-input policy as data: ladder stages, waits, wording, reset table, bounds.
+
+A policy is validated once, at load (pydantic), so the controller never meets an
+impossible configuration: a ladder that never closes, noise that extends the
+episode forever, a stage that offers a route that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+
+from .events import INTENTS
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Stage(_Frozen):
+    """One rung of the silence ladder (L4)."""
+
+    name: str = Field(min_length=1)
+    wait_ms: PositiveFloat  # how long to listen at this stage before advancing
+    prompt: str | None = None  # said on entering the stage; None for a quiet wait
+    routes: tuple[str, ...] = ()  # fallback routes this stage may offer
+    interruptible: bool = True
+    closes: bool = False  # the safe close: entering it ends the episode
+
+
+class Route(_Frozen):
+    """A fallback route. A prompt may only offer it while it is available."""
+
+    id: str = Field(min_length=1)
+    label: str
+    available: bool = True
+    handoff: bool = False  # a transfer to a person or another channel
+    promises: str = ""  # what taking it may promise the caller
+    # restate: the route is "say the question again" and keeps the episode open
+    action: Literal["end_episode", "restate"] = "end_episode"
+
+
+WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold"]
+
+
+class ResetRule(_Frozen):
+    """What one kind of caller input does to the ladder's clocks (L8).
+
+    window: end_episode (the question is answered), rearm (a fresh full window at the
+    current stage), resume (continue the interrupted window to its original due time),
+    restate (say the question again, then listen), hold (the bounded explicit hold).
+    """
+
+    window: WindowRule
+    stage: Literal["keep", "restart"] = "keep"
+    hold_budget: Literal["keep", "reset"] = "keep"
+    deadline: Literal["keep", "reset"] = "keep"
+
+
+def default_reset_table() -> dict[str, ResetRule]:
+    return {
+        "answer": ResetRule(window="end_episode"),
+        "decline": ResetRule(window="end_episode"),
+        "route": ResetRule(window="end_episode"),
+        "partial_answer": ResetRule(window="rearm"),
+        "repeat_request": ResetRule(window="restate"),
+        "wait_request": ResetRule(window="hold"),
+        "ready": ResetRule(window="restate"),
+        "backchannel": ResetRule(window="resume"),
+        "noise": ResetRule(window="resume"),
+        "unclear": ResetRule(window="resume"),
+    }
+
+
+def default_stages() -> tuple[Stage, ...]:
+    return (
+        Stage(name="quiet_wait", wait_ms=8000),
+        Stage(
+            name="gentle_check",
+            wait_ms=10000,
+            prompt="Take your time. Would you like more time, or shall I repeat the question?",
+        ),
+        Stage(
+            name="alternative_route",
+            wait_ms=10000,
+            prompt=(
+                "If the code isn't to hand, we can carry on without it, "
+                "or I can repeat the question."
+            ),
+            routes=("repeat", "continue_without_code"),
+        ),
+        Stage(
+            name="safe_close",
+            wait_ms=4000,
+            prompt=(
+                "I haven't received the reference code, so nothing has been changed. "
+                "You can call back whenever you have it."
+            ),
+            closes=True,
+        ),
+    )
+
+
+def default_routes() -> tuple[Route, ...]:
+    return (
+        Route(
+            id="repeat",
+            label="repeat the question",
+            promises="the question again",
+            action="restate",
+        ),
+        Route(
+            id="continue_without_code",
+            label="continue without the code",
+            promises="carry on without the reference code",
+        ),
+        Route(
+            id="transfer",
+            label="transfer to a person",
+            available=False,
+            handoff=True,
+            promises="a person joins the call",
+        ),
+    )
+
+
+class LadderPolicy(_Frozen):
+    """Everything the controller needs to decide; nothing it needs to do I/O."""
+
+    stages: tuple[Stage, ...] = Field(default_factory=default_stages)
+    routes: tuple[Route, ...] = Field(default_factory=default_routes)
+    reset: dict[str, ResetRule] = Field(default_factory=default_reset_table)
+    episode_ms: PositiveFloat = 120_000  # total bound of one silence episode (L12)
+    hold_ms: PositiveFloat = 30_000  # one explicit hold (L6)
+    hold_budget_ms: PositiveFloat = 90_000  # all holds of one episode together
+    max_restarts: int = Field(default=1, ge=0)  # stage restarts / deadline resets
+    recovery_ms: PositiveFloat = 8_000  # channel recovery before a safe close (L9)
+    filler_after_ms: PositiveFloat = 1_500  # tool wait before the filler cue (L10)
+    watchdog_ms: PositiveFloat = 4_000  # missing-response watchdog (W2)
+    completion_grace_ms: PositiveFloat = 1_500  # estimate + grace before "missing"
+    ms_per_word: PositiveFloat = 380  # prompt duration estimate before PromptSent
+    max_wait_records: int = Field(default=32, ge=1)  # W6: bounded pending records
+    acknowledgement: str = "Sure, take your time."
+    filler: str = "One moment while I check that."
+    reprompt: str = "Sorry, I missed that. Could you say it again?"
+    channel_recovery: str = "I'm having trouble with the line. I'll stay here for a moment."
+    close_failed_input: str = (
+        "I can't hear anything on the line, so I'll end the call here. "
+        "Nothing has been changed. Please call back."
+    )
+    close_pending: str = (
+        "I have to end the call now. Your request is still being processed, "
+        "so I can't confirm its result yet."
+    )
+    close_deadline: str = (
+        "I'll end the call here, as we've run out of time. "
+        "The reference code hasn't been received, so nothing has been changed."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> LadderPolicy:
+        stages = self.stages
+        if len(stages) < 2:
+            raise ValueError("stages: a ladder needs at least a wait and a close")
+        names = [s.name for s in stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"stages: stage names must be unique, got {names}")
+        if not stages[-1].closes:
+            raise ValueError(
+                f"stages[{len(stages) - 1}] ({stages[-1].name}): the last stage must close"
+            )
+        for i, stage in enumerate(stages[:-1]):
+            if stage.closes:
+                raise ValueError(f"stages[{i}] ({stage.name}): only the last stage may close")
+        routes = {r.id: r for r in self.routes}
+        for i, stage in enumerate(stages):
+            for route in stage.routes:
+                if route not in routes:
+                    raise ValueError(
+                        f"stages[{i}] ({stage.name}): route {route!r} is not declared; "
+                        f"declared routes: {sorted(routes)}"
+                    )
+        missing = sorted(set(INTENTS) - set(self.reset))
+        if missing:
+            raise ValueError(f"reset: no rule for {missing}; every intent needs a row")
+        unknown = sorted(set(self.reset) - set(INTENTS))
+        if unknown:
+            raise ValueError(f"reset: unknown intent {unknown}; expected {sorted(INTENTS)}")
+        for intent in ("answer", "decline", "route"):
+            if self.reset[intent].window != "end_episode":
+                raise ValueError(f"reset.{intent}: an answer must end the episode")
+        if self.reset["wait_request"].window != "hold":
+            raise ValueError("reset.wait_request: an explicit wait is a hold (L6)")
+        if self.reset["wait_request"].deadline != "keep":
+            raise ValueError("reset.wait_request: a wait may not reset the episode bound (L6)")
+        for intent in ("noise", "backchannel", "unclear"):
+            rule = self.reset[intent]
+            if rule.deadline != "keep" or rule.stage != "keep" or rule.hold_budget != "keep":
+                raise ValueError(
+                    f"reset.{intent}: {intent} may not restart the ladder, reset the "
+                    "episode bound or refill the hold budget (L8)"
+                )
+            if rule.window in ("end_episode", "hold"):
+                raise ValueError(f"reset.{intent}: {intent} cannot {rule.window}")
+        if self.hold_ms > self.hold_budget_ms:
+            raise ValueError("hold_ms: one hold cannot exceed hold_budget_ms")
+        return self
+
+    def route(self, route_id: str) -> Route | None:
+        return next((r for r in self.routes if r.id == route_id), None)
+
+    def with_route_availability(self, route_id: str, available: bool) -> LadderPolicy:
+        routes = tuple(
+            r.model_copy(update={"available": available}) if r.id == route_id else r
+            for r in self.routes
+        )
+        return self.model_copy(update={"routes": routes})
+
+    @property
+    def prompted_stages(self) -> int:
+        """Stages that say something: the most ladder prompts one pass can play."""
+        return sum(1 for s in self.stages if s.prompt)

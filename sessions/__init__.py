@@ -1,0 +1,1 @@
+"""Session journals: record, load, replay and report recorded sessions."""

@@ -1,0 +1,486 @@
+"""Append-only session journal (design rules S1 and S6).
+
+A session is a folder holding ``journal.jsonl``. Line 1 is a header object;
+every later line is one record: an ``input`` (an event fed into the
+controller) or a ``decision`` (what the controller produced).
+
+Writing: each record is encoded completely, then written with one ``write``
+call and flushed, so a process killed at any point leaves a journal that is
+readable up to its last whole line. ``t_ms`` is always supplied by the caller
+and never read from a clock here, so a session recorded on a virtual clock
+replays identically.
+
+Reading: the header must be valid, otherwise the journal is unusable and
+:class:`JournalError` is raised. After the header the reader loses as little
+as possible: a bad line (invalid JSON, not an object, missing or mistyped
+fields, a repeated or backwards ``seq``, ``t_ms`` going backwards) is skipped
+and reported as a :class:`SkippedLine`, and reading continues with the next
+line. A ``seq`` that jumps forward (records missing, typically because the
+line before was corrupt) does not make the intact record carrying it
+unusable: that record is loaded and the jump is reported as a
+:class:`SeqGap`. A final line without a newline that does not parse is the
+tail of an interrupted write ("truncated final line").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "JOURNAL_FILENAME",
+    "JOURNAL_SCHEMA",
+    "SUPPORTED_SCHEMAS",
+    "RECORD_TYPES",
+    "JournalError",
+    "SkippedLine",
+    "SeqGap",
+    "JournalScan",
+    "Journal",
+    "JournalWriter",
+    "iter_records",
+    "read_journal",
+]
+
+JOURNAL_FILENAME = "journal.jsonl"
+JOURNAL_SCHEMA = 1
+SUPPORTED_SCHEMAS: tuple[int, ...] = (1,)
+RECORD_TYPES: tuple[str, ...] = ("input", "decision")
+
+# Keys the journal owns; letting callers set them would make a recording lie
+# about its own structure or timing.
+_HEADER_RESERVED = frozenset({"type", "schema", "created"})
+_RECORD_RESERVED = frozenset({"seq", "t_ms", "wall", "type"})
+_REQUIRED_RECORD_FIELDS = ("seq", "t_ms", "type")
+
+_PREVIEW_CHARS = 80
+_REPORT_MAX_LISTED = 5
+
+WallClock = Callable[[], datetime]
+
+
+class JournalError(ValueError):
+    """The journal cannot be used at all (bad or missing header, unknown schema)."""
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line after the header that was not loaded, and why."""
+
+    line_no: int
+    reason: str
+    text_preview: str
+
+
+@dataclass(frozen=True)
+class SeqGap:
+    """A loaded record whose seq jumped past ``expected``: records are missing."""
+
+    line_no: int
+    expected: int
+    found: int
+
+    @property
+    def missing(self) -> int:
+        return self.found - self.expected
+
+    def describe(self) -> str:
+        after = _after(self.expected - 1)
+        noun = "record" if self.missing == 1 else "records"
+        return f"line {self.line_no} seq {self.found} after {after}: gap ({self.missing} {noun} missing)"
+
+
+def _default_wall_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso_utc(dt: Any) -> str:
+    if not isinstance(dt, datetime):
+        raise TypeError(f"wall_clock must return a datetime, got {type(dt).__name__}")
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        # A naive time is ambiguous; recordings compared across machines need UTC.
+        raise ValueError("wall_clock must return a timezone-aware datetime")
+    return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _find_unencodable(value: Any, where: str, active: set[int]) -> str | None:
+    """Describe the first part of ``value`` that would not survive a JSON round trip.
+
+    Checked before encoding (not only on failure) because ``json`` silently
+    turns non-string dict keys into strings, which can collide and change data.
+    """
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"key {where!r} holds a string with unpaired surrogates, which UTF-8 cannot store"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"key {where!r} holds {value!r}, which JSON cannot represent"
+    if isinstance(value, (dict, list, tuple)):
+        if id(value) in active:
+            return f"key {where!r} contains a reference to itself"
+        active.add(id(value))
+        try:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if not isinstance(k, str):
+                        return f"key {where!r} has a non-string key {k!r}"
+                    problem = _find_unencodable(v, f"{where}.{k}", active)
+                    if problem:
+                        return problem
+            else:
+                for i, v in enumerate(value):
+                    problem = _find_unencodable(v, f"{where}[{i}]", active)
+                    if problem:
+                        return problem
+        finally:
+            active.discard(id(value))
+        return None
+    return f"key {where!r} holds a {type(value).__name__}, which is not JSON-serialisable"
+
+
+def _check_encodable(mapping: dict[str, Any], what: str, path: Path) -> None:
+    for key, value in mapping.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{path}: {what} has a non-string key {key!r}; nothing was written")
+        problem = _find_unencodable(value, key, set())
+        if problem:
+            raise TypeError(f"{path}: {what} {problem}; nothing was written")
+
+
+def _encode_line(obj: dict[str, Any]) -> bytes:
+    # allow_nan=False: NaN/Infinity are not JSON and other tools would reject the file.
+    return (json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+class JournalWriter:
+    """Writes one session's journal. Create it with :meth:`JournalWriter.create`."""
+
+    def __init__(self, path: Path, file: Any, wall_clock: WallClock, fsync: bool) -> None:
+        # Private: use create(), which guarantees the header is on disk first.
+        self._path = path
+        self._file = file
+        self._wall_clock = wall_clock
+        self._fsync = fsync
+        self._next_seq = 0
+        self._last_t_ms: float | None = None
+
+    @classmethod
+    def create(
+        cls,
+        folder: Path,
+        header: dict[str, Any],
+        *,
+        wall_clock: WallClock | None = None,
+        fsync: bool = False,
+    ) -> JournalWriter:
+        """Start a new journal in ``folder`` (created if needed) and write its header.
+
+        Raises FileExistsError if the folder already holds a journal: a
+        recording is never overwritten. ``fsync=True`` also survives power
+        loss; flushing alone already survives the process being killed.
+        """
+        folder = Path(folder)
+        path = folder / JOURNAL_FILENAME
+        if not isinstance(header, dict):
+            raise TypeError(f"header must be a dict, got {type(header).__name__}")
+        clash = sorted(_HEADER_RESERVED & header.keys())
+        if clash:
+            raise ValueError(f"header keys {clash} are set by the journal and cannot be supplied")
+        clock = wall_clock or _default_wall_clock
+        full_header: dict[str, Any] = {"type": "header", "schema": JOURNAL_SCHEMA, "created": _iso_utc(clock())}
+        full_header.update(header)
+        # Validate before touching the disk, so a bad header leaves no empty
+        # journal behind that would then block a corrected retry.
+        _check_encodable(full_header, "header", path)
+        line = _encode_line(full_header)
+
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            # "x" makes the existence check and the creation one atomic step.
+            file = open(path, "xb")
+        except FileExistsError:
+            raise FileExistsError(
+                f"{path} already exists; refusing to overwrite a recorded session (choose a new folder)"
+            ) from None
+        writer = cls(path, file, clock, fsync)
+        writer._write_line(line)
+        return writer
+
+    @property
+    def path(self) -> Path:
+        """The journal.jsonl file being written."""
+        return self._path
+
+    @property
+    def records_written(self) -> int:
+        return self._next_seq
+
+    @property
+    def closed(self) -> bool:
+        return self._file is None
+
+    def write_input(self, t_ms: float, payload: dict[str, Any]) -> dict[str, Any]:
+        """Record an event fed into the controller; returns the record written."""
+        return self._write_record("input", t_ms, payload)
+
+    def write_decision(self, t_ms: float, payload: dict[str, Any]) -> dict[str, Any]:
+        """Record what the controller produced; returns the record written."""
+        return self._write_record("decision", t_ms, payload)
+
+    def close(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _write_record(self, kind: str, t_ms: float, payload: dict[str, Any]) -> dict[str, Any]:
+        if self._file is None:
+            raise ValueError(f"{self._path}: journal is closed")
+        if isinstance(t_ms, bool) or not isinstance(t_ms, (int, float)):
+            raise TypeError(f"t_ms must be a number of milliseconds, got {type(t_ms).__name__}")
+        if not math.isfinite(t_ms) or t_ms < 0:
+            raise ValueError(f"t_ms must be a finite number >= 0, got {t_ms!r}")
+        if self._last_t_ms is not None and t_ms < self._last_t_ms:
+            raise ValueError(f"t_ms went backwards: {t_ms!r} after {self._last_t_ms!r}; nothing was written")
+        if not isinstance(payload, dict):
+            raise TypeError(f"payload must be a dict, got {type(payload).__name__}")
+        clash = sorted(_RECORD_RESERVED & payload.keys())
+        if clash:
+            raise ValueError(f"payload keys {clash} are set by the journal and cannot be supplied")
+        _check_encodable(payload, f"{kind} payload", self._path)
+
+        record: dict[str, Any] = {
+            "seq": self._next_seq,
+            "t_ms": t_ms,
+            "wall": _iso_utc(self._wall_clock()),
+            "type": kind,
+        }
+        record.update(payload)
+        self._write_line(_encode_line(record))
+        # Advance only once the line is out, so a failed write does not leave a seq gap.
+        self._next_seq += 1
+        self._last_t_ms = t_ms
+        return record
+
+    def _write_line(self, line: bytes) -> None:
+        # One write per whole line, then flush: a kill can cut at most this line.
+        self._file.write(line)
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+
+
+@dataclass
+class JournalScan:
+    """What a streaming read has seen so far; filled in by :func:`iter_records`."""
+
+    path: Path | None = None
+    header: dict[str, Any] | None = None
+    loaded: int = 0
+    skipped: list[SkippedLine] = field(default_factory=list)
+    gaps: list[SeqGap] = field(default_factory=list)
+
+    def report(self) -> str:
+        return _report(self.path, self.loaded, self.skipped, self.gaps)
+
+
+@dataclass
+class Journal:
+    """A fully loaded journal."""
+
+    header: dict[str, Any]
+    records: list[dict[str, Any]]
+    skipped: list[SkippedLine]
+    path: Path
+    gaps: list[SeqGap] = field(default_factory=list)
+
+    @property
+    def intact(self) -> bool:
+        """True when nothing was skipped and no seq is missing."""
+        return not self.skipped and not self.gaps
+
+    def inputs(self) -> Iterator[dict[str, Any]]:
+        return (r for r in self.records if r["type"] == "input")
+
+    def decisions(self) -> Iterator[dict[str, Any]]:
+        return (r for r in self.records if r["type"] == "decision")
+
+    def report(self) -> str:
+        """One-line human summary, e.g. 'call-7/journal.jsonl: 120 records loaded; no lines skipped'."""
+        return _report(self.path, len(self.records), self.skipped, self.gaps)
+
+
+def _display_name(path: Path | None) -> str:
+    if path is None:
+        return JOURNAL_FILENAME
+    # Include the session folder: across many sessions every file is journal.jsonl.
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+
+
+def _report(path: Path | None, loaded: int, skipped: list[SkippedLine], gaps: list[SeqGap]) -> str:
+    parts = [f"{_display_name(path)}: {loaded} record{'' if loaded == 1 else 's'} loaded"]
+    if skipped:
+        listed = ", ".join(f"line {s.line_no} {s.reason}" for s in skipped[:_REPORT_MAX_LISTED])
+        more = f", and {len(skipped) - _REPORT_MAX_LISTED} more" if len(skipped) > _REPORT_MAX_LISTED else ""
+        parts.append(f"{len(skipped)} line{'' if len(skipped) == 1 else 's'} skipped: {listed}{more}")
+    else:
+        parts.append("no lines skipped")
+    if gaps:
+        listed = ", ".join(g.describe() for g in gaps[:_REPORT_MAX_LISTED])
+        more = f", and {len(gaps) - _REPORT_MAX_LISTED} more" if len(gaps) > _REPORT_MAX_LISTED else ""
+        parts.append(f"{len(gaps)} seq gap{'' if len(gaps) == 1 else 's'}: {listed}{more}")
+    return "; ".join(parts)
+
+
+def _resolve(path: Path) -> Path:
+    path = Path(path)
+    return path / JOURNAL_FILENAME if path.is_dir() else path
+
+
+def _preview(text: str) -> str:
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse_header(raw: bytes, path: Path) -> dict[str, Any]:
+    where = f"{path} line 1"
+    expected = 'expected a header object like {"type": "header", "schema": 1, ...}'
+    if not raw:
+        raise JournalError(f"{where}: file is empty; {expected}")
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JournalError(f"{where}: not valid UTF-8; {expected}") from None
+    except json.JSONDecodeError as e:
+        raise JournalError(f"{where}: invalid JSON at column {e.colno}; {expected}") from None
+    if not isinstance(header, dict):
+        raise JournalError(f"{where}: found a JSON {type(header).__name__}; {expected}")
+    if header.get("type") != "header":
+        raise JournalError(f"{where}: 'type' is {header.get('type')!r}, not 'header'; {expected}")
+    schema = header.get("schema")
+    if isinstance(schema, bool) or not isinstance(schema, int):
+        raise JournalError(f"{where}: 'schema' is {schema!r}, not an integer; {expected}")
+    if schema not in SUPPORTED_SCHEMAS:
+        newer = "a newer" if schema > max(SUPPORTED_SCHEMAS) else "an unknown"
+        supported = ", ".join(str(s) for s in SUPPORTED_SCHEMAS)
+        raise JournalError(
+            f"{where}: journal schema {schema} is {newer} version; supported schema versions: {supported}"
+        )
+    return header
+
+
+def _after(seq: int) -> str:
+    return "start" if seq < 0 else str(seq)
+
+
+def _record_problem(record: Any, expected_seq: int, last_t_ms: float | None) -> str | None:
+    """Why a parsed line cannot be loaded, or None if it can."""
+    if not isinstance(record, dict):
+        return f"not a JSON object (found {type(record).__name__})"
+    for key in _REQUIRED_RECORD_FIELDS:
+        if key not in record:
+            return f"missing field {key!r}"
+    seq, t_ms, kind = record["seq"], record["t_ms"], record["type"]
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        return f"field 'seq' is {seq!r}, not an integer"
+    if not _is_number(t_ms):
+        return f"field 't_ms' is {t_ms!r}, not a number"
+    if kind not in RECORD_TYPES:
+        return f"unknown record type {kind!r}"
+    if seq < expected_seq:
+        # A repeat or a step back is the suspicious line; the records already
+        # loaded stay authoritative.
+        problem = "duplicate" if seq == expected_seq - 1 else "out of order"
+        return f"seq {seq} after {_after(expected_seq - 1)}: {problem}"
+    if last_t_ms is not None and t_ms < last_t_ms:
+        return f"t_ms {t_ms} after {last_t_ms}: time went backwards"
+    return None
+
+
+def iter_records(path: Path, scan: JournalScan | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the valid records of a journal one at a time, without loading the file.
+
+    ``path`` is a session folder or its journal.jsonl. Pass a fresh
+    :class:`JournalScan` to receive the header, the count, the skipped lines
+    and seq gaps as reading goes (complete once the generator is exhausted).
+    Being a generator, header errors (:class:`JournalError`) and a missing
+    file (FileNotFoundError) surface on the first ``next()``.
+    """
+    file_path = _resolve(path)
+    if scan is None:
+        scan = JournalScan()
+    scan.path, scan.header, scan.loaded = file_path, None, 0
+    scan.skipped.clear()
+    scan.gaps.clear()
+
+    with open(file_path, "rb") as f:
+        scan.header = _parse_header(f.readline().rstrip(b"\r\n"), file_path)
+
+        expected_seq = 0
+        last_t_ms: float | None = None
+        for line_no, raw in enumerate(f, start=2):
+            text = raw.rstrip(b"\r\n")
+            reason: str | None
+            if not text.strip():
+                reason = "blank line"
+            else:
+                try:
+                    record = json.loads(text.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                    if not raw.endswith(b"\n"):
+                        # Only the last line can lack its newline; unparsable
+                        # there means the writer died mid-line, not corruption.
+                        reason = "truncated final line"
+                    elif isinstance(e, json.JSONDecodeError):
+                        reason = f"invalid JSON at column {e.colno}"
+                    else:
+                        reason = "not valid UTF-8"
+                else:
+                    reason = _record_problem(record, expected_seq, last_t_ms)
+            if reason is not None:
+                preview = _preview(text.decode("utf-8", errors="replace"))
+                scan.skipped.append(SkippedLine(line_no, reason, preview))
+                continue
+            seq = record["seq"]
+            if seq > expected_seq:
+                scan.gaps.append(SeqGap(line_no, expected_seq, seq))
+            expected_seq = seq + 1
+            last_t_ms = record["t_ms"]
+            scan.loaded += 1
+            yield record
+
+
+def read_journal(path: Path) -> Journal:
+    """Load a whole journal (folder or journal.jsonl); see the module docstring for the rules."""
+    scan = JournalScan()
+    records = list(iter_records(path, scan))
+    # iter_records sets both before yielding anything, or raises.
+    header = scan.header if scan.header is not None else {}
+    return Journal(
+        header=header,
+        records=records,
+        skipped=list(scan.skipped),
+        path=scan.path if scan.path is not None else _resolve(path),
+        gaps=list(scan.gaps),
+    )

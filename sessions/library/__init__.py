@@ -1,0 +1,1 @@
+"""The incident library: virtual-time schedules shipped with Lull."""

@@ -1,0 +1,1 @@
+"""The edges: microphone, speaker, VAD, STT, TTS, interpretation, media health."""
