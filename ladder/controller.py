@@ -291,6 +291,12 @@ class Controller:
         return answered is not None and answered.intent == "answer"
 
     @property
+    def pending_episode(self) -> Episode | None:
+        """The episode whose question is still unanswered, if any."""
+        ep = self.episode
+        return ep if ep is not None and ep.outcome is None else None
+
+    @property
     def current_stage(self) -> str | None:
         if self.episode is None:
             return None
@@ -484,7 +490,7 @@ class Controller:
     def _fire_watchdog(self, timer: Timer) -> None:
         # W2: a closed turn got no response and no wait decision claimed it
         self._trace("watchdog_fired", "missing_response", turn=timer.turn)
-        on_complete = "window" if self.episode is not None else None
+        on_complete = "window" if self.pending_episode is not None else None
         self._request_prompt("reprompt", self.policy.reprompt, on_complete=on_complete)
         if on_complete:
             self._set_state(State.PROMPTING, "reprompt_requested")
@@ -590,7 +596,7 @@ class Controller:
             self._commit_close()
 
     def _arm_window(self, origin: str, due: float | None = None) -> None:
-        ep = self.episode
+        ep = self.pending_episode
         if ep is None:
             self._set_state(State.IDLE, "no_pending_question")
             return
@@ -599,7 +605,7 @@ class Controller:
         self._set_state(State.LISTENING, f"window_{origin}")
 
     def _advance_stage(self, reason: str, generation: int) -> None:
-        ep = self.episode
+        ep = self.pending_episode
         if ep is None:
             return
         if ep.stage_index + 1 < len(self.policy.stages):
@@ -634,7 +640,7 @@ class Controller:
         return min(self.policy.hold_ms, self.policy.hold_budget_ms - ep.hold_used_ms)
 
     def _start_hold(self, origin: str) -> None:
-        ep = self.episode
+        ep = self.pending_episode
         if ep is None:
             self._set_state(State.IDLE, "no_pending_question")
             return
@@ -668,7 +674,7 @@ class Controller:
     # -- the pending question ---------------------------------------------------------
 
     def _on_ask(self, event: AskQuestion) -> None:
-        if self.episode is not None and self.episode.outcome is None:
+        if self.pending_episode is not None:
             self._end_episode("closed_incomplete", "superseded_by_new_question")
         if self._boundary is not None:
             self._cancel_prompt(self._boundary, "new_question")
@@ -720,7 +726,7 @@ class Controller:
         self._satisfy_watchdog("agent_responded")
 
     def _on_end_session(self, event: EndSession) -> None:
-        if self.episode is not None and self.episode.outcome is None:
+        if self.pending_episode is not None:
             self._end_episode("closed_incomplete", "session_ended_by_flow")
         self._close("completed", "flow_complete", event.text or None, cancellable=False)
 
@@ -832,7 +838,9 @@ class Controller:
             return
         if self.waits.resume(event.turn, event.seq):
             self._trace("pause_ended", f"caller_{intent}", turn=event.turn)
-        if self.episode is None or self.episode.outcome is not None:
+        # W4: a later decision for the same open turn replaces its earlier wait decision
+        self._no_response_expected.discard(ref)
+        if self.pending_episode is None:
             self._trace("turn_without_question", intent, turn=event.turn)
             return
         rule = self.policy.reset[intent]
@@ -935,7 +943,7 @@ class Controller:
             return
         self._no_response_expected.add(ref)
         self._disarm_watchdog_for(event.turn, "wait_decision")
-        if self.episode is None or self.episode.outcome is not None:
+        if self.pending_episode is None:
             claim_now = self.waits.is_closed(event.turn, event.seq)
             if claim_now:
                 claim = self.waits.consume_claim(event.turn, event.seq)
@@ -971,7 +979,7 @@ class Controller:
         self._start_hold(reason)
 
     def _acknowledge(self) -> None:
-        if self.episode is None or self.episode.outcome is not None:
+        if self.pending_episode is None:
             self._request_prompt("acknowledgement", self.policy.acknowledgement, on_complete=None)
             return
         self.episode.held = True
@@ -1102,7 +1110,7 @@ class Controller:
         self._disarm("recovery", "channel_repaired")
         self._recovering_path = None
         self._trace("channel_repaired", event.path)
-        if self.episode is not None and self.episode.outcome is None:
+        if self.pending_episode is not None:
             self._request_prompt(
                 "restate",
                 self.episode.text,
@@ -1147,7 +1155,7 @@ class Controller:
         if self.tools or self.state is not State.TOOL_WAIT:
             return
         self._disarm("filler", "tool_finished")
-        if self.episode is not None and self.episode.outcome is None:
+        if self.pending_episode is not None:
             self._arm_window("tool_finished")
         else:
             self._set_state(State.IDLE, "tool_finished")
@@ -1209,6 +1217,9 @@ class _RecentSet:
         self._items[item] = None
         if len(self._items) > self._limit:
             del self._items[next(iter(self._items))]
+
+    def discard(self, item) -> None:
+        self._items.pop(item, None)
 
     def __contains__(self, item) -> bool:
         return item in self._items
