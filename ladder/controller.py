@@ -213,7 +213,8 @@ class Controller:
     def __init__(self, policy: LadderPolicy | None = None) -> None:
         self.policy = policy or LadderPolicy()
         self.state = State.IDLE
-        self.now: float | None = None
+        self.now: float = 0.0  # the latest `now` seen; never read from a clock
+        self._clock_started = False
         self.waits = WaitCoordinator(self.policy.max_wait_records)
         self.timers: dict[str, Timer] = {}
         self.prompts: dict[int, PromptRecord] = {}
@@ -275,7 +276,7 @@ class Controller:
             if not due:
                 break
             timer = min(due, key=lambda t: (t.due, t.generation))
-            effects += self.handle(TimerFired(timer.kind, timer.generation), now)  # type: ignore[arg-type]
+            effects += self.handle(TimerFired(timer.kind, timer.generation), now)
         return effects
 
     def timer(self, kind: str) -> Timer | None:
@@ -359,8 +360,9 @@ class Controller:
     def _advance_clock(self, now: float) -> None:
         if isinstance(now, bool) or not isinstance(now, (int, float)):
             raise ProtocolError(f"now must be a number of milliseconds, got {now!r}")
-        if self.now is not None and now < self.now:
+        if self._clock_started and now < self.now:
             raise ProtocolError(f"time went backwards: now={now} after {self.now}")
+        self._clock_started = True
         self.now = now
 
     def _trace(self, kind: str, reason: str, **ids) -> None:
@@ -368,7 +370,7 @@ class Controller:
         record = Trace(
             kind=kind,
             reason=reason,
-            at=self.now if self.now is not None else 0,
+            at=self.now,
             state=self.state.value,
             question=ids.pop("question", ep.question if ep else None),
             episode=ids.pop("episode", ep.id if ep else None),
@@ -406,7 +408,7 @@ class Controller:
         old = self.timers.get(kind)
         if old is not None:
             self._invalidated[old.generation] = "rearmed"
-        timer = Timer(kind, self._generation, due, self.now or 0, origin, turn)
+        timer = Timer(kind, self._generation, due, self.now, origin, turn)
         self.timers[kind] = timer
         detail = {"timer": kind, "due": due, "origin": origin}
         if turn is not None:
@@ -444,11 +446,11 @@ class Controller:
             else:
                 self._stale("generation_mismatch", event)
             return
-        if self.now < armed.due:  # type: ignore[operator]
+        if self.now < armed.due:
             self._stale("not_due", event)
             return
         del self.timers[event.timer]
-        self._fired[key] = self.now  # type: ignore[assignment]
+        self._fired[key] = self.now
         if len(self._fired) > 256:
             del self._fired[next(iter(self._fired))]
         self._trace("timer_fired", event.timer, generation=event.generation, timer=event.timer)
@@ -535,7 +537,7 @@ class Controller:
             stage,
             ep.question if ep else None,
             ep.id if ep else None,
-            requested_at=self.now or 0,
+            requested_at=self.now,
             estimate_ms=estimate,
             on_complete=on_complete,
         )
@@ -546,7 +548,7 @@ class Controller:
         self._emit(
             RequestPrompt(
                 token=token,
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 text=text,
                 stage=stage,
                 question=ep.question if ep else None,
@@ -563,7 +565,7 @@ class Controller:
             self._boundary = token
             self._arm(
                 "playback_estimate",
-                (self.now or 0) + estimate + self.policy.completion_grace_ms,
+                (self.now) + estimate + self.policy.completion_grace_ms,
                 origin="estimate_from_request",
             )
         return token
@@ -601,7 +603,7 @@ class Controller:
             self._set_state(State.IDLE, "no_pending_question")
             return
         stage = self.policy.stages[ep.stage_index]
-        self._arm("window", due if due is not None else self.now + stage.wait_ms, origin)  # type: ignore[operator]
+        self._arm("window", due if due is not None else self.now + stage.wait_ms, origin)
         self._set_state(State.LISTENING, f"window_{origin}")
 
     def _advance_stage(self, reason: str, generation: int) -> None:
@@ -653,13 +655,13 @@ class Controller:
         self._disarm("window", "hold")
         ep.held = True
         ep.hold_started_at = self.now
-        self._arm("hold", self.now + allowance, origin)  # type: ignore[operator]
+        self._arm("hold", self.now + allowance, origin)
         self._set_state(State.HELD, f"hold_{origin}")
 
     def _end_hold_accounting(self) -> None:
         ep = self.episode
         if ep is not None and ep.hold_started_at is not None:
-            ep.hold_used_ms += (self.now or 0) - ep.hold_started_at
+            ep.hold_used_ms += (self.now) - ep.hold_started_at
             ep.hold_started_at = None
 
     # -- watchdog (W2) ----------------------------------------------------------------
@@ -690,11 +692,11 @@ class Controller:
             phase=event.phase,
             repeatable=event.repeatable,
             interruptible=event.interruptible,
-            started_at=self.now,  # type: ignore[arg-type]
+            started_at=self.now,
         )
         self.episodes.append(self.episode)
         self._trace("episode_started", "question_asked", phase=event.phase)
-        self._arm("deadline", self.now + self.policy.episode_ms, "episode_start")  # type: ignore[operator]
+        self._arm("deadline", self.now + self.policy.episode_ms, "episode_start")
         self._request_prompt(
             "question",
             event.text,
@@ -781,7 +783,7 @@ class Controller:
             return
         self._trace("closing_cancelled", "caller_resumed_before_close", turn=event.turn)
         self._closing = None
-        self._cancel_prompt(closing.token, "caller_resumed")  # type: ignore[arg-type]
+        self._cancel_prompt(closing.token, "caller_resumed")
         self._suspended = None
         self._set_state(State.HEARING, "caller_resumed")
 
@@ -807,7 +809,7 @@ class Controller:
             self._trace("turn_ended", f"no_watchdog_in_{self.state.value}", turn=event.turn)
             return
         self._trace("turn_ended", "awaiting_response", turn=event.turn, seq=event.seq)
-        self._arm("watchdog", self.now + self.policy.watchdog_ms, "turn_closed", turn=event.turn)  # type: ignore[operator]
+        self._arm("watchdog", self.now + self.policy.watchdog_ms, "turn_closed", turn=event.turn)
 
     def _on_turn_while_unavailable(self, event: Event) -> None:
         self._trace(
@@ -868,10 +870,10 @@ class Controller:
             suspended = self._suspended
             if suspended.kind == "hold":
                 self.episode.hold_started_at = self.now
-                self._arm("hold", max(suspended.due, self.now), "resumed")  # type: ignore[type-var]
+                self._arm("hold", max(suspended.due, self.now), "resumed")
                 self._set_state(State.HELD, f"resume_after_{intent}")
             else:
-                self._arm_window("resumed", max(suspended.due, self.now))  # type: ignore[type-var]
+                self._arm_window("resumed", max(suspended.due, self.now))
         else:
             self._arm_window(f"after_{intent}")
         self._suspended = None
@@ -902,7 +904,7 @@ class Controller:
                     ep.stage_index = 0
                     self._trace("stage_restarted", intent)
                 if wants_deadline:
-                    self._arm("deadline", self.now + self.policy.episode_ms, f"reset_by_{intent}")  # type: ignore[operator]
+                    self._arm("deadline", self.now + self.policy.episode_ms, f"reset_by_{intent}")
         if rule.hold_budget == "reset" and ep.hold_used_ms:
             ep.hold_used_ms = 0.0
             self._trace("hold_budget_reset", intent)
@@ -1007,7 +1009,7 @@ class Controller:
         if self._boundary == event.token:
             self._arm(
                 "playback_estimate",
-                self.now + event.duration_ms + self.policy.completion_grace_ms,  # type: ignore[operator]
+                self.now + event.duration_ms + self.policy.completion_grace_ms,
                 origin="estimate_from_send",
             )
 
@@ -1030,7 +1032,7 @@ class Controller:
             duration = record.duration_ms or record.estimate_ms
             self._arm(
                 "playback_estimate",
-                self.now + duration + self.policy.completion_grace_ms,  # type: ignore[operator]
+                self.now + duration + self.policy.completion_grace_ms,
                 origin="estimate_from_start",
             )
 
@@ -1092,7 +1094,7 @@ class Controller:
         if self.episode is not None:
             self.episode.recovered = True
         self._recovering_path = event.path
-        self._arm("recovery", self.now + self.policy.recovery_ms, event.path)  # type: ignore[operator]
+        self._arm("recovery", self.now + self.policy.recovery_ms, event.path)
         self._set_state(State.RECOVERING, f"{event.path}_failed")
         if event.path != "output":
             # an honest notice, never the question again (L9)
@@ -1140,7 +1142,7 @@ class Controller:
         self._satisfy_watchdog("tool_started")
         self._suspended = None
         self._filler_played = False
-        self._arm("filler", self.now + self.policy.filler_after_ms, "tool_started")  # type: ignore[operator]
+        self._arm("filler", self.now + self.policy.filler_after_ms, "tool_started")
         self._set_state(State.TOOL_WAIT, "tool_started")
 
     def _on_tool_finished(self, event: ToolFinished) -> None:

@@ -9,7 +9,7 @@ can reject them when they no longer match (L3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Literal
 
 # What an interpreted caller turn means to the no-input policy (V5 produces these).
@@ -250,10 +250,13 @@ def event_from_dict(data: dict) -> Event:
     extra = sorted(set(data) - names - {"kind"})
     if extra:
         raise ValueError(f"{kind}: unexpected field {extra[0]!r}; expected {sorted(names)}")
-    try:
-        event = cls(**{k: v for k, v in data.items() if k != "kind"})
-    except TypeError as exc:  # missing required field
-        raise ValueError(f"{kind}: {exc}") from None
+    required = [
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    ]
+    absent = [name for name in required if name not in data]
+    if absent:
+        raise ValueError(f"{kind}: missing field {absent[0]!r}; required: {required}")
+    event = cls(**{k: v for k, v in data.items() if k != "kind"})
     _check_literals(event)
     return event
 

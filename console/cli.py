@@ -1,0 +1,180 @@
+"""The `lull` command line (Typer).
+
+Every command reports bad input as one line on stderr (what, where, what was
+expected) and exits non-zero; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sessions.incidents import (
+    Incident,
+    IncidentError,
+    Outcome,
+    library_paths,
+    load_incident,
+    run_incident,
+)
+
+app = typer.Typer(
+    name="lull",
+    help="Design how a voice agent behaves when the caller goes quiet.",
+    no_args_is_help=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+incidents_app = typer.Typer(
+    help="The incident library: race, hold, media-failure and deadline schedules run on a virtual clock.",
+    no_args_is_help=True,
+)
+app.add_typer(incidents_app, name="incidents")
+
+# piped output keeps whole rows: tables are for reading and for grep
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One clear line and a non-zero exit."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(ctx: typer.Context) -> None:
+    """Design how a voice agent behaves when the caller goes quiet.
+
+    With no command, Lull runs its incident library on a virtual clock and shows
+    the verdicts (the console opens here once it exists).
+    """
+    if ctx.invoked_subcommand is None:
+        out.print(
+            "[bold]Lull[/]: the incident library on a virtual clock. "
+            "See [bold]lull --help[/] for every command.\n"
+        )
+        ctx.invoke(run_incidents, names=None, as_json=False)
+
+
+def _resolve_incidents(names: list[str] | None) -> list[Incident]:
+    library = {p.stem: p for p in library_paths()}
+    if not names:
+        return [load_incident(p) for p in library.values()]
+    chosen: list[Incident] = []
+    for name in names:
+        path = Path(name)
+        if name in library:
+            chosen.append(load_incident(library[name]))
+        elif path.suffix == ".json" or path.exists():
+            if not path.exists():
+                raise IncidentError(f"{name}: no such incident file")
+            chosen.append(load_incident(path))
+        else:
+            raise IncidentError(
+                f"{name}: not an incident in the library or a .json file; "
+                "run 'lull incidents list' to see the names"
+            )
+    return chosen
+
+
+@incidents_app.command("list")
+def list_incidents(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the incidents shipped with Lull.
+
+    Example: lull incidents list
+    """
+    try:
+        incidents = [load_incident(p) for p in library_paths()]
+    except IncidentError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [{"name": i.name, "title": i.title, "source": i.source} for i in incidents],
+                indent=2,
+            )
+        )
+        return
+    table = Table(title="Incident library", title_justify="left")
+    table.add_column("incident", style="bold")
+    table.add_column("what it rehearses")
+    table.add_column("prohibited results")
+    for i in incidents:
+        table.add_row(i.name, i.title, "; ".join(p.what for p in i.prohibit))
+    out.print(table)
+
+
+@incidents_app.command("run")
+def run_incidents(
+    names: Annotated[
+        Optional[list[str]],
+        typer.Argument(help="Library names or paths to incident .json files (default: the whole library)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Run incidents on a virtual clock; exit 1 if any fails.
+
+    Examples:
+      lull incidents run
+      lull incidents run seven_waits duplicate_timeout
+      lull incidents run my_incident.json --json
+    """
+    try:
+        incidents = _resolve_incidents(names)
+    except IncidentError as exc:
+        fail(str(exc))
+    outcomes = [run_incident(i) for i in incidents]
+    if as_json:
+        typer.echo(json.dumps([o.to_dict() for o in outcomes], indent=2))
+    else:
+        _print_outcomes(outcomes)
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_outcomes(outcomes: list[Outcome]) -> None:
+    table = Table(title="Incidents on a virtual clock", title_justify="left")
+    table.add_column("incident", style="bold")
+    table.add_column("verdict")
+    table.add_column("requested", justify="right")
+    table.add_column("started", justify="right")
+    table.add_column("completed", justify="right")
+    table.add_column("cancelled", justify="right")
+    table.add_column("final state")
+    table.add_column("outcome")
+    for o in outcomes:
+        verdict = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
+        table.add_row(
+            o.incident.name,
+            verdict,
+            str(o.counts["requested"]),
+            str(o.counts["started"]),
+            str(o.counts["completed"]),
+            str(o.counts["cancelled"]),
+            o.snapshot["state"],
+            o.snapshot["outcome"] or "-",
+        )
+    out.print(table)
+    for o in outcomes:
+        for failure in o.failures:
+            out.print(f"[red]{o.incident.name}[/]: {failure}", highlight=False)
+    passed = sum(o.passed for o in outcomes)
+    out.print(f"{passed} of {len(outcomes)} incidents passed")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`lull` end to end, as a user runs it: the installed command in a subprocess."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessions.incidents import library_paths
+
+LULL = shutil.which("lull", path=str(Path(sys.executable).parent)) or shutil.which("lull")
+
+
+def lull(*args: str) -> subprocess.CompletedProcess:
+    assert LULL, "the `lull` command is not installed (pip install -e .)"
+    return subprocess.run([LULL, *args], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_incidents_run_passes_the_whole_library():
+    result = lull("incidents", "run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    n = len(library_paths())
+    assert f"{n} of {n} incidents passed" in result.stdout
+    assert "FAIL" not in result.stdout
+    for path in library_paths():
+        assert path.stem in result.stdout
+
+
+def test_incidents_run_json_reports_each_verdict_and_count():
+    result = lull("incidents", "run", "seven_waits", "duplicate_timeout", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["incident"] for r in rows] == ["seven_waits", "duplicate_timeout"]
+    assert all(r["verdict"] == "PASS" for r in rows)
+    assert rows[0]["counts"]["requested"] == 2  # the question and one acknowledgement
+
+
+def test_a_failing_incident_exits_one_and_says_why(tmp_path):
+    data = json.loads(next(p for p in library_paths() if p.stem == "duplicate_timeout").read_text())
+    data["name"] = "wrong_expectation"
+    data["expect"]["stage"] = "safe_close"
+    path = tmp_path / "wrong_expectation.json"
+    path.write_text(json.dumps(data))
+    result = lull("incidents", "run", str(path))
+    assert result.returncode == 1
+    assert "FAIL" in result.stdout
+    assert "expected stage safe_close, got gentle_check" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('{"schema": 1, "name": "x"', "invalid JSON"),
+        ('{"schema": 1, "name": "x", "title": "t", "schedule": [], "expect": {}, "bogus": 1}', "field bogus"),
+    ],
+)
+def test_a_malformed_file_gives_one_line_and_exit_two(tmp_path, content, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    result = lull("incidents", "run", str(path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and expected in lines[0], result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_an_unknown_incident_name_points_to_the_list():
+    result = lull("incidents", "run", "no_such_incident")
+    assert result.returncode == 2
+    assert "lull incidents list" in result.stderr
+
+
+def test_incidents_list_names_each_incident_and_its_prohibitions():
+    result = lull("incidents", "list")
+    assert result.returncode == 0
+    assert "seven_waits" in result.stdout and "a recovery prompt for a deliberate pause" in result.stdout
+
+
+def test_help_has_examples():
+    result = lull("incidents", "run", "--help")
+    assert result.returncode == 0
+    assert "lull incidents run seven_waits duplicate_timeout" in result.stdout
