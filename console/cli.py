@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -116,10 +116,18 @@ def list_incidents(
 @incidents_app.command("run")
 def run_incidents(
     names: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Argument(help="Library names or paths to incident .json files (default: the whole library)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="DIR",
+            help="Write each run as a session folder DIR/<incident>/journal.jsonl.",
+        ),
+    ] = None,
 ) -> None:
     """Run incidents on a virtual clock; exit 1 if any fails.
 
@@ -127,12 +135,19 @@ def run_incidents(
       lull incidents run
       lull incidents run seven_waits duplicate_timeout
       lull incidents run my_incident.json --json
+      lull incidents run seven_waits --record sessions-out
     """
     try:
         incidents = _resolve_incidents(names)
     except IncidentError as exc:
         fail(str(exc))
-    outcomes = [run_incident(i) for i in incidents]
+    if record is not None:
+        taken = [i.name for i in incidents if (record / i.name / "journal.jsonl").exists()]
+        if taken:
+            fail(f"{record / taken[0]}: a recorded session is already there; choose another --record folder")
+    outcomes = [
+        run_incident(i, record_to=None if record is None else record / i.name) for i in incidents
+    ]
     if as_json:
         typer.echo(json.dumps([o.to_dict() for o in outcomes], indent=2))
     else:

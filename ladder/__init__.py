@@ -4,7 +4,7 @@ No I/O, no clock, no threads: the runtime feeds events with monotonic millisecon
 and arms one timer at `Controller.next_deadline()`.
 """
 
-from .controller import TRANSITIONS, Controller, PromptStatus, ProtocolError, State, Timer
+from .controller import Controller
 from .effects import (
     OUTCOMES,
     TRACE_SCHEMA,
@@ -42,6 +42,53 @@ from .events import (
     event_from_dict,
 )
 from .policy import LadderPolicy, ResetRule, Route, Stage
+from .states import TRANSITIONS, PromptStatus, ProtocolError, State, Timer
 from .waits import Claim, TurnRef, WaitCoordinator
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    "AgentResponded",
+    "Answered",
+    "AskQuestion",
+    "CancelPrompt",
+    "Claim",
+    "Controller",
+    "EVENT_TYPES",
+    "Effect",
+    "EndSession",
+    "EpisodeEnded",
+    "Event",
+    "Hangup",
+    "INTENTS",
+    "LadderPolicy",
+    "OUTCOMES",
+    "PlaybackCompleted",
+    "PlaybackInterrupted",
+    "PlaybackStarted",
+    "PromptFailed",
+    "PromptSent",
+    "PromptStatus",
+    "ProtocolError",
+    "RequestPrompt",
+    "ResetRule",
+    "Route",
+    "RouteTaken",
+    "SessionClosed",
+    "SetRouteAvailability",
+    "Stage",
+    "State",
+    "TRACE_SCHEMA",
+    "TRANSITIONS",
+    "Timer",
+    "TimerFired",
+    "ToolFinished",
+    "ToolStarted",
+    "Trace",
+    "TransportFailed",
+    "TransportRecovered",
+    "TurnEnded",
+    "TurnInterpreted",
+    "TurnRef",
+    "TurnStarted",
+    "WaitCoordinator",
+    "event_from_dict",
+]

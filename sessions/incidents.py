@@ -36,6 +36,8 @@ from ladder import (
 from ladder.effects import CancelPrompt
 from ladder.events import TIMER_KINDS, Event
 
+from .journal import JournalWriter
+
 INCIDENT_SCHEMA = 1
 
 
@@ -262,6 +264,7 @@ class VirtualRun:
         self.now: float = 0
         self.records: list[dict] = []
         self.inputs: list[tuple[float, Event]] = []
+        self.log: list[tuple[float, str, dict]] = []  # (t, "input"|"decision", record)
         self._queue: list[_Pending] = []
         self._seq = 0
         self._last_fired: dict[str, int] = {}
@@ -307,10 +310,13 @@ class VirtualRun:
             if event is None:
                 return []
             return self._feed(event)
-        self.now = max(self.now, deadline)  # type: ignore[type-var]
-        before = len(self.records)
-        self._absorb(self.controller.handle_timer(self.now))
-        return self.records[before:]
+        self.now = max(self.now, deadline)
+        # fire the due timer as an explicit event, so the journal holds every input
+        timer = min(
+            (t for t in self.controller.timers.values() if t.due <= self.now),
+            key=lambda t: (t.due, t.generation),
+        )
+        return self._feed(TimerFired(timer.kind, timer.generation))
 
     def run(self) -> None:
         for _ in range(100_000):
@@ -321,9 +327,32 @@ class VirtualRun:
 
     def _feed(self, event: Event) -> list[dict]:
         self.inputs.append((self.now, event))
+        # journal lines: the event nested under "event" (its fields may not collide with
+        # the journal's own seq/t_ms), decisions as the effects' own dicts
+        self.log.append((self.now, "input", {"kind": event.kind, "event": event.to_dict()}))
+        effects = self.controller.handle(event, self.now)
+        self.log += [(self.now, "decision", e.to_dict()) for e in effects]
         before = len(self.records)
-        self._absorb(self.controller.handle(event, self.now))
+        self._absorb(effects)
         return self.records[before:]
+
+    def write_journal(self, folder: Path) -> Path:
+        """Record this run as a session folder (S1): inputs and decisions, in order."""
+        header = {
+            "source": "incident",
+            "incident": self.incident.name,
+            "ladder_policy": self.controller.policy.model_dump(mode="json"),
+            "flow_hash": None,
+            "models": {},
+            "devices": {"output": "simulated endpoint", "clock": "virtual"},
+        }
+        with JournalWriter.create(folder, header) as journal:
+            for at, kind, payload in self.log:
+                if kind == "input":
+                    journal.write_input(at, payload)
+                else:
+                    journal.write_decision(at, payload)
+        return journal.path
 
     def _absorb(self, effects: list[Effect]) -> None:
         for effect in effects:
@@ -414,9 +443,12 @@ def prompt_counts(run: VirtualRun) -> dict[str, int]:
     }
 
 
-def run_incident(incident: Incident) -> Outcome:
+def run_incident(incident: Incident, record_to: Path | None = None) -> Outcome:
+    """Run to the incident's horizon and judge it; optionally record a session folder."""
     run = VirtualRun(incident)
     run.run()
+    if record_to is not None:
+        run.write_journal(record_to)
     return judge(run)
 
 

@@ -29,7 +29,7 @@ import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ class SeqGap:
 
 
 def _default_wall_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _iso_utc(dt: Any) -> str:
@@ -106,7 +106,7 @@ def _iso_utc(dt: Any) -> str:
     if dt.tzinfo is None or dt.utcoffset() is None:
         # A naive time is ambiguous; recordings compared across machines need UTC.
         raise ValueError("wall_clock must return a timezone-aware datetime")
-    return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return dt.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _find_unencodable(value: Any, where: str, active: set[int]) -> str | None:

@@ -82,3 +82,29 @@ def test_help_has_examples():
     result = lull("incidents", "run", "--help")
     assert result.returncode == 0
     assert "lull incidents run seven_waits duplicate_timeout" in result.stdout
+
+
+def test_record_writes_a_journal_whose_inputs_replay_to_the_same_decisions(tmp_path):
+    from ladder import Controller, LadderPolicy, event_from_dict
+    from sessions.journal import read_journal
+
+    result = lull("incidents", "run", "reminder_then_resume", "--record", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    journal = read_journal(tmp_path / "reminder_then_resume")
+    assert journal.skipped == [] and journal.header["incident"] == "reminder_then_resume"
+    inputs = list(journal.inputs())
+    assert inputs[0]["kind"] == "ask_question"
+    # S2: inputs alone, fed to a fresh controller, reproduce every recorded decision
+    controller = Controller(LadderPolicy.model_validate(journal.header["ladder_policy"]))
+    replayed = []
+    for record in inputs:
+        replayed += [e.to_dict() for e in controller.handle(event_from_dict(record["event"]), record["t_ms"])]
+    recorded = [{k: v for k, v in r.items() if k not in ("seq", "t_ms", "wall", "type")} for r in journal.decisions()]
+    assert any(r.get("kind") == "stale_rejected" for r in recorded)
+    assert any(r.get("effect") == "CancelPrompt" for r in recorded)
+    assert replayed == recorded
+    # recording again into the same folder is refused and the journal is untouched
+    before = (tmp_path / "reminder_then_resume" / "journal.jsonl").read_bytes()
+    again = lull("incidents", "run", "reminder_then_resume", "--record", str(tmp_path))
+    assert again.returncode == 2 and "already there" in again.stderr
+    assert (tmp_path / "reminder_then_resume" / "journal.jsonl").read_bytes() == before

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ HEADER = {
 
 def fixed_clock(start: datetime | None = None):
     """A wall clock that ticks one second per call, so 'wall' fields are predictable."""
-    now = [start or datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)]
+    now = [start or datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)]
 
     def clock() -> datetime:
         value = now[0]

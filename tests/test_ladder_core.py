@@ -4,6 +4,7 @@ import dataclasses
 import json
 
 import pytest
+from ladder_harness import Call, seed_policy
 from pydantic import ValidationError
 
 from ladder import (
@@ -34,8 +35,6 @@ from ladder import (
     event_from_dict,
 )
 from ladder.policy import default_reset_table
-
-from ladder_harness import Call, seed_policy
 
 
 def listening(policy=None) -> Call:

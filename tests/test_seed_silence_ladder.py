@@ -5,6 +5,8 @@ what it checks. The seed's synthetic integer ticks are kept (waits of 10, deadli
 of 100); playback events are delivered by hand, so every boundary is explicit.
 """
 
+from ladder_harness import Call, seed_policy
+
 from ladder import (
     PlaybackCompleted,
     SessionClosed,
@@ -13,8 +15,6 @@ from ladder import (
     TurnInterpreted,
     TurnStarted,
 )
-
-from ladder_harness import Call, seed_policy
 
 
 def asked(policy=None) -> Call:

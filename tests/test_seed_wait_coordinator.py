@@ -1,5 +1,7 @@
 """Seed 001 (waits): the seven-wait regression test and its event-order cases."""
 
+from ladder_harness import Call
+
 from ladder import (
     Hangup,
     LadderPolicy,
@@ -11,9 +13,6 @@ from ladder import (
     TurnStarted,
     WaitCoordinator,
 )
-
-from ladder_harness import Call
-
 
 # -- the coordinator alone, as the seed's test uses it -------------------------------
 

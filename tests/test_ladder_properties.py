@@ -1,0 +1,676 @@
+"""Property-based tests of the pure ladder core (design rules L1-L14, W1-W7).
+
+A hypothesis state machine drives one `ladder.Controller` on a virtual clock: time is
+an integer number of milliseconds the test advances itself; nothing sleeps. Rules
+interleave questions, caller turns (start / end / decision, in either order, also for
+older turns), timer callbacks (due, early, stale, duplicate), playback reports for the
+current and for old or unknown prompt tokens, transport failures and repairs, tools,
+route availability and the end of the call.
+
+After every step the invariants below are checked; the checks that need to know what
+a single `handle()` / `handle_timer()` returned run as each input is fed.
+
+  1. at most one stage advance per timer generation (L3);
+  2. a prompt cancelled before playback never starts, and a start reported for it is
+     rejected as stale (L5, L7);
+  3. closed is absorbing: it stays closed, later inputs yield only traces, one
+     SessionClosed per session (L11);
+  4. the episode deadline always ends the episode; a pending episode always has a
+     deadline armed (unless closing/closed); no pending episode outlives episode_ms
+     (L12);
+  5. ladder prompts (reminder, close) that played per episode <= prompted stages (L4);
+  6. silence never answers: Answered only while handling a caller decision with
+     intent answer/decline; may_commit only after an "answer" (L13);
+  7. holds are bounded by hold_budget_ms and each hold by hold_ms (L6);
+  8. every Trace record is JSON-ready and carries the identity fields (S1);
+  9. after handle_timer(now), next_deadline() is in the future.
+
+Examples per policy: LULL_HYPOTHESIS_EXAMPLES (default 200); steps per example:
+LULL_HYPOTHESIS_STEPS (default 60). When an invariant fails, the assertion message
+carries the exact input log (virtual time, event) of the failing run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from ladder import (
+    INTENTS,
+    AgentResponded,
+    Answered,
+    AskQuestion,
+    Controller,
+    EndSession,
+    Event,
+    Hangup,
+    LadderPolicy,
+    PlaybackCompleted,
+    PlaybackInterrupted,
+    PlaybackStarted,
+    PromptFailed,
+    PromptSent,
+    PromptStatus,
+    RequestPrompt,
+    SessionClosed,
+    SetRouteAvailability,
+    Stage,
+    State,
+    TimerFired,
+    ToolFinished,
+    ToolStarted,
+    Trace,
+    TransportFailed,
+    TransportRecovered,
+    TurnEnded,
+    TurnInterpreted,
+    TurnStarted,
+)
+from ladder.events import TIMER_KINDS
+
+EXAMPLES = int(os.environ.get("LULL_HYPOTHESIS_EXAMPLES", "200"))
+STEPS = int(os.environ.get("LULL_HYPOTHESIS_STEPS", "60"))
+
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    print_blob=True,
+)
+
+TRACE_KEYS = ("schema", "kind", "reason", "question", "episode", "generation", "token", "turn", "stage")
+LADDER_PROMPT_KINDS = ("reminder", "close")
+PLAYED = {PromptStatus.STARTED, PromptStatus.COMPLETED, PromptStatus.INTERRUPTED}
+CLOSING_OR_CLOSED = (State.CLOSING, State.CLOSED)
+ROUTE_IDS = ("repeat", "continue_without_code", "transfer", "no_such_route")
+
+# virtual time steps: mostly short, sometimes a stage wait, sometimes past a deadline
+DT = st.one_of(
+    st.integers(min_value=0, max_value=1_500),
+    st.integers(min_value=1_500, max_value=20_000),
+    st.integers(min_value=20_000, max_value=130_000),
+)
+
+
+def small_policy() -> LadderPolicy:
+    """Short waits, three stages, a small hold budget: deadlines and holds come fast."""
+    return LadderPolicy(
+        stages=(
+            Stage(name="quiet", wait_ms=1_000),
+            Stage(
+                name="check",
+                wait_ms=1_500,
+                prompt="Still there? I can repeat the question.",
+                routes=("repeat", "continue_without_code"),
+            ),
+            Stage(name="close", wait_ms=500, prompt="Nothing was changed. Goodbye.", closes=True),
+        ),
+        episode_ms=9_000,
+        hold_ms=2_000,
+        hold_budget_ms=3_000,
+        recovery_ms=2_500,
+        filler_after_ms=400,
+        watchdog_ms=1_200,
+        completion_grace_ms=300,
+        ms_per_word=120,
+    )
+
+
+class LadderMachine(RuleBasedStateMachine):
+    """One controller, one virtual clock, and a model of what the trace has told us."""
+
+    POLICY: LadderPolicy = LadderPolicy()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.policy = self.POLICY
+        self.c = Controller(self.policy)
+        self.now = 0
+        self.log: list[str] = []
+        # what the trace told us about timers: kind -> armed generation
+        self.armed: dict[str, int] = {}
+        self.stale: set[tuple[str, int]] = set()  # invalidated or superseded generations
+        self.fired: set[tuple[str, int]] = set()
+        self.advanced_generations: dict[int, float] = {}  # stage_advanced generation -> at
+        # prompts
+        self.tokens: list[int] = []
+        self.cancelled_before_playback: set[int] = set()
+        # questions and answers
+        self.asked: list[str] = []
+        self.answered_by: dict[str, str] = {}  # question -> intent of the caller's Answered
+        # caller turns: (turn id, seq); seq strictly increases
+        self.turns: list[tuple[str, int]] = []
+        self.open_turns: list[tuple[str, int]] = []
+        self.next_seq = 1
+        # tools
+        self.next_call = 1
+        self.calls: list[str] = []
+        # closure
+        self.session_closed = 0
+        self.ever_closed = False
+
+    # -- feeding the controller -----------------------------------------------------
+
+    def fail(self, message: str) -> None:
+        lines = "\n".join(f"    {line}" for line in self.log)
+        raise AssertionError(
+            f"{message}\n  state={self.c.state.value} now={self.now}\n  input log (virtual ms):\n{lines}"
+        )
+
+    def check(self, condition: bool, message: str) -> None:
+        if not condition:
+            self.fail(message)
+
+    def feed(self, event: Event) -> list:
+        was_closed = self.c.state is State.CLOSED
+        cancelled_before = event.kind == "playback_started" and event.token in self.cancelled_before_playback
+        self.log.append(f"t={self.now}: handle({event!r})")
+        effects = self.c.handle(event, self.now)
+        self.absorb(effects, source=event, was_closed=was_closed)
+        if cancelled_before:
+            self.check(
+                any(
+                    isinstance(e, Trace)
+                    and e.token == event.token
+                    and (e.kind == "stale_rejected" or (was_closed and e.kind == "ignored"))
+                    for e in effects
+                ),
+                f"invariant 2: PlaybackStarted for token {event.token}, cancelled before "
+                f"playback, produced no stale_rejected trace: {[e.to_dict() for e in effects]}",
+            )
+        if isinstance(event, TimerFired):
+            self.after_timer_delivery(effects)
+        return effects
+
+    def wake(self) -> list:
+        """handle_timer(now): what a runtime does when its single timer goes off."""
+        was_closed = self.c.state is State.CLOSED
+        effects = self.c.handle_timer(self.now)
+        fired = [
+            f"{e.detail.get('timer')}#{e.generation}" for e in effects if isinstance(e, Trace) and e.kind == "timer_fired"
+        ]
+        self.log.append(f"t={self.now}: handle_timer() fired {fired}")
+        self.absorb(effects, source=None, was_closed=was_closed)
+        self.after_timer_delivery(effects)
+        # invariant 9: handle_timer fires everything due
+        deadline = self.c.next_deadline()
+        self.check(
+            deadline is None or deadline > self.now,
+            f"invariant 9: after handle_timer({self.now}) next_deadline() is {deadline}, "
+            f"not in the future; timers: {self.c.snapshot()['timers']}",
+        )
+        return effects
+
+    def advance_to(self, target: int) -> None:
+        """Move the clock to `target`, waking at each deadline on the way (a punctual runtime)."""
+        for _ in range(1_000):
+            deadline = self.c.next_deadline()
+            if deadline is None or deadline > target:
+                break
+            self.now = max(self.now, deadline)
+            self.wake()
+        else:
+            self.fail("the controller kept arming timers that are already due")
+        self.now = max(self.now, target)
+
+    def after_timer_delivery(self, effects: list) -> None:
+        # invariant 4: a fired deadline ends its episode and closes
+        for e in effects:
+            if isinstance(e, Trace) and e.kind == "episode_deadline":
+                episode = next((ep for ep in self.c.episodes if ep.id == e.episode), None)
+                self.check(episode is not None, f"invariant 4: deadline fired for unknown episode {e.episode}")
+                self.check(
+                    episode.outcome == "deadline_reached",
+                    f"invariant 4: the deadline fired but episode {episode.id} ended as {episode.outcome!r}",
+                )
+                self.check(
+                    self.c.state in CLOSING_OR_CLOSED,
+                    f"invariant 4: the deadline fired but the state is {self.c.state.value}",
+                )
+
+    def absorb(self, effects: list, *, source: Event | None, was_closed: bool) -> None:
+        for effect in effects:
+            if was_closed:
+                # invariant 3: closed is absorbing
+                self.check(
+                    isinstance(effect, Trace),
+                    f"invariant 3: input {source!r} after close produced {effect!r}",
+                )
+            if isinstance(effect, Trace):
+                self.absorb_trace(effect)
+            elif isinstance(effect, RequestPrompt):
+                self.tokens.append(effect.token)
+            elif isinstance(effect, Answered):
+                # invariant 6: only a caller decision answers
+                self.check(
+                    isinstance(source, TurnInterpreted) and source.intent in ("answer", "decline"),
+                    f"invariant 6: {effect!r} emitted while handling {source!r} "
+                    f"({'handle_timer' if source is None else source.kind})",
+                )
+                self.check(
+                    effect.intent == source.intent and effect.turn == source.turn,
+                    f"invariant 6: {effect!r} does not match the decision {source!r}",
+                )
+                self.answered_by[effect.question] = effect.intent
+            elif isinstance(effect, SessionClosed):
+                self.session_closed += 1
+                self.check(
+                    self.session_closed == 1,
+                    f"invariant 3: SessionClosed emitted {self.session_closed} times",
+                )
+        for token, record in self.c.prompts.items():
+            if record.status is PromptStatus.CANCELLED_BEFORE_PLAYBACK:
+                self.cancelled_before_playback.add(token)
+        if self.c.state is State.CLOSED:
+            self.ever_closed = True
+
+    def absorb_trace(self, t: Trace) -> None:
+        # invariant 8: JSON-ready with the identity fields
+        data = t.to_dict()
+        missing = [k for k in TRACE_KEYS if k not in data]
+        self.check(not missing, f"invariant 8: trace {t.kind} lacks {missing}: {data}")
+        try:
+            json.dumps(data)
+        except (TypeError, ValueError) as exc:
+            self.fail(f"invariant 8: trace {t.kind} is not JSON-serializable ({exc}): {data!r}")
+        timer = t.detail.get("timer")
+        if t.kind.endswith("_armed"):
+            self.check(
+                timer == t.kind[: -len("_armed")] and isinstance(t.generation, int),
+                f"trace model: arming record without timer/generation: {data}",
+            )
+            old = self.armed.get(timer)
+            if old is not None:
+                self.stale.add((timer, old))  # superseded by the rearm
+            self.armed[timer] = t.generation
+        elif t.kind == "timer_fired":
+            self.fired.add((timer, t.generation))
+            self.armed.pop(timer, None)
+        elif t.kind == "timer_invalidated":
+            self.stale.add((timer, t.generation))
+            if self.armed.get(timer) == t.generation:
+                del self.armed[timer]
+        elif t.kind == "stage_advanced":
+            # invariant 1: one advance per generation
+            self.check(t.generation is not None, f"invariant 1: stage_advanced without generation: {data}")
+            self.check(
+                t.generation not in self.advanced_generations,
+                f"invariant 1: generation {t.generation} advanced the stage twice "
+                f"(at {self.advanced_generations.get(t.generation)} and {t.at})",
+            )
+            self.advanced_generations[t.generation] = t.at
+
+    # -- setup ----------------------------------------------------------------------
+
+    @initialize()
+    def first_question(self) -> None:
+        self.ask_question(repeatable=True, interruptible=True)
+
+    # -- the pending question ---------------------------------------------------------
+
+    @rule(repeatable=st.booleans(), interruptible=st.booleans())
+    def ask_question(self, repeatable: bool, interruptible: bool) -> None:
+        question = f"q{len(self.asked) + 1}"
+        self.asked.append(question)
+        self.feed(
+            AskQuestion(question, "What is your reference code?", repeatable=repeatable, interruptible=interruptible)
+        )
+
+    @rule(data=st.data())
+    def agent_responds(self, data) -> None:
+        turn = data.draw(st.sampled_from(self.turns), label="turn") if self.turns else ("t0", 0)
+        self.feed(AgentResponded(turn[0]))
+
+    @rule(how=st.sampled_from(["hangup", "end_session_with_text", "end_session_quiet"]))
+    def call_ends(self, how: str) -> None:
+        if how == "hangup":
+            self.feed(Hangup())
+        elif how == "end_session_with_text":
+            self.feed(EndSession("Thanks, goodbye."))
+        else:
+            self.feed(EndSession())
+
+    # -- caller turns -----------------------------------------------------------------
+
+    def new_turn(self) -> tuple[str, int]:
+        ref = (f"t{self.next_seq}", self.next_seq)
+        self.next_seq += 1
+        self.turns.append(ref)
+        return ref
+
+    @rule()
+    def caller_starts_turn(self) -> None:
+        ref = self.new_turn()
+        self.open_turns.append(ref)
+        self.feed(TurnStarted(*ref))
+
+    @precondition(lambda self: len(self.turns) >= 2)
+    @rule(data=st.data())
+    def older_turn_starts_late(self, data) -> None:
+        ref = data.draw(st.sampled_from(self.turns[:-1]), label="older turn")
+        self.feed(TurnStarted(*ref))
+
+    @rule(data=st.data())
+    def caller_turn_ends(self, data) -> None:
+        if self.open_turns and data.draw(st.booleans(), label="an open turn"):
+            ref = data.draw(st.sampled_from(self.open_turns), label="open turn")
+            self.open_turns.remove(ref)
+        elif self.turns:
+            ref = data.draw(st.sampled_from(self.turns), label="any turn")
+        else:
+            ref = self.new_turn()
+        self.feed(TurnEnded(*ref))
+
+    @rule(
+        intent=st.sampled_from(INTENTS),
+        which=st.sampled_from(["latest", "new_without_start", "older"]),
+        route=st.sampled_from(ROUTE_IDS),
+    )
+    def caller_decision(self, intent: str, which: str, route: str) -> None:
+        if which == "latest" and self.turns:
+            ref = self.turns[-1]
+        elif which == "older" and len(self.turns) >= 2:
+            ref = self.turns[0] if len(self.turns) == 2 else self.turns[-2]
+        else:
+            ref = self.new_turn()  # a text backend: a decision with no speech start
+        value = {"answer": "4821", "partial_answer": "48", "decline": "no"}.get(intent)
+        self.feed(TurnInterpreted(ref[0], ref[1], intent, value=value, route=route if intent == "route" else None))
+
+    @rule(
+        intent=st.sampled_from(INTENTS),
+        decision_first=st.booleans(),
+        route=st.sampled_from(ROUTE_IDS),
+    )
+    def caller_says(self, intent: str, decision_first: bool, route: str) -> None:
+        """A whole turn at one instant: start, then decision and end in either order (W2)."""
+        ref = self.new_turn()
+        value = {"answer": "4821", "partial_answer": "48", "decline": "no"}.get(intent)
+        decision = TurnInterpreted(ref[0], ref[1], intent, value=value, route=route if intent == "route" else None)
+        self.feed(TurnStarted(*ref))
+        if decision_first:
+            self.feed(decision)
+            self.feed(TurnEnded(*ref))
+        else:
+            self.feed(TurnEnded(*ref))
+            self.feed(decision)
+
+    # -- time -----------------------------------------------------------------------------
+
+    @rule(dt=DT)
+    def advance_then_wake(self, dt: int) -> None:
+        """Advance by dt, then one handle_timer(now): a late runtime fires everything due."""
+        self.now += dt
+        self.wake()
+
+    @rule(dt=DT)
+    def advance_waking_at_each_deadline(self, dt: int) -> None:
+        self.advance_to(self.now + dt)
+        self.wake()
+
+    @precondition(lambda self: self.c.next_deadline() is not None)
+    @rule()
+    def jump_to_next_deadline(self) -> None:
+        self.now = max(self.now, self.c.next_deadline())
+        self.wake()
+
+    # -- timer callbacks delivered explicitly (L3) ------------------------------------------
+
+    @precondition(lambda self: bool(self.c.timers))
+    @rule(data=st.data())
+    def deliver_armed_timer_when_due(self, data) -> None:
+        kind = data.draw(st.sampled_from(sorted(self.c.timers)), label="armed timer")
+        timer = self.c.timers[kind]
+        # a punctual runtime wakes for everything earlier first; that may invalidate it
+        for _ in range(1_000):
+            deadline = self.c.next_deadline()
+            if deadline is None or deadline >= timer.due:
+                break
+            self.now = max(self.now, deadline)
+            self.wake()
+        self.now = max(self.now, timer.due)
+        self.feed(TimerFired(kind, timer.generation))
+
+    @precondition(lambda self: bool(self.c.timers))
+    @rule(data=st.data())
+    def deliver_armed_timer_early(self, data) -> None:
+        kind = data.draw(st.sampled_from(sorted(self.c.timers)), label="armed timer")
+        timer = self.c.timers[kind]
+        effects = self.feed(TimerFired(kind, timer.generation))
+        if self.now < timer.due:
+            self.check(
+                all(isinstance(e, Trace) for e in effects)
+                and any(e.kind in ("stale_rejected", "ignored") for e in effects),
+                f"L3: an early callback for {kind}#{timer.generation} (due {timer.due}) acted: "
+                f"{[e.to_dict() for e in effects]}",
+            )
+
+    @precondition(lambda self: bool(self.stale))
+    @rule(data=st.data())
+    def deliver_stale_generation(self, data) -> None:
+        kind, generation = data.draw(st.sampled_from(sorted(self.stale)), label="stale timer")
+        effects = self.feed(TimerFired(kind, generation))
+        self.check(
+            all(isinstance(e, Trace) for e in effects)
+            and any(e.kind in ("stale_rejected", "ignored") for e in effects),
+            f"L3: stale callback {kind}#{generation} was not rejected: {[e.to_dict() for e in effects]}",
+        )
+
+    @precondition(lambda self: bool(self.fired))
+    @rule(data=st.data())
+    def deliver_duplicate_generation(self, data) -> None:
+        kind, generation = data.draw(st.sampled_from(sorted(self.fired)), label="fired timer")
+        effects = self.feed(TimerFired(kind, generation))
+        self.check(
+            all(isinstance(e, Trace) for e in effects)
+            and any(e.kind in ("stale_rejected", "ignored") for e in effects),
+            f"L3: duplicate callback {kind}#{generation} was not rejected: {[e.to_dict() for e in effects]}",
+        )
+
+    @rule(kind=st.sampled_from(TIMER_KINDS), generation=st.integers(min_value=10_000, max_value=10_010))
+    def deliver_unknown_generation(self, kind: str, generation: int) -> None:
+        effects = self.feed(TimerFired(kind, generation))
+        self.check(
+            all(isinstance(e, Trace) for e in effects),
+            f"L3: callback for a never-armed generation acted: {[e.to_dict() for e in effects]}",
+        )
+
+    # -- playback reports ------------------------------------------------------------------
+
+    def pick_token(self, data) -> int:
+        which = data.draw(st.sampled_from(["current", "older", "unknown"]), label="token choice")
+        if which == "current" and self.tokens:
+            return self.tokens[-1]
+        if which == "older" and self.tokens:
+            return data.draw(st.sampled_from(self.tokens), label="older token")
+        return max(self.tokens, default=0) + 500
+
+    @rule(data=st.data(), duration=st.integers(min_value=0, max_value=12_000))
+    def prompt_sent(self, data, duration: int) -> None:
+        self.feed(PromptSent(self.pick_token(data), float(duration)))
+
+    @rule(data=st.data())
+    def playback_started(self, data) -> None:
+        self.feed(PlaybackStarted(self.pick_token(data)))
+
+    @rule(data=st.data())
+    def playback_completed(self, data) -> None:
+        self.feed(PlaybackCompleted(self.pick_token(data)))
+
+    @rule(data=st.data())
+    def playback_interrupted(self, data) -> None:
+        self.feed(PlaybackInterrupted(self.pick_token(data)))
+
+    @rule(data=st.data())
+    def prompt_failed(self, data) -> None:
+        self.feed(PromptFailed(self.pick_token(data), "endpoint_rejected"))
+
+    @precondition(lambda self: bool(self.cancelled_before_playback))
+    @rule(data=st.data())
+    def late_start_of_cancelled_prompt(self, data) -> None:
+        token = data.draw(st.sampled_from(sorted(self.cancelled_before_playback)), label="cancelled token")
+        self.feed(PlaybackStarted(token))
+
+    @precondition(lambda self: bool(self.tokens))
+    @rule(
+        start_delay=st.integers(min_value=0, max_value=800),
+        duration=st.integers(min_value=200, max_value=9_000),
+        report_sent=st.booleans(),
+    )
+    def endpoint_plays_latest_prompt(self, start_delay: int, duration: int, report_sent: bool) -> None:
+        """The simulated output endpoint (as in sessions.incidents.VirtualRun) plays it through."""
+        token = self.tokens[-1]
+        if report_sent:
+            self.feed(PromptSent(token, float(duration)))
+        self.advance_to(self.now + start_delay)
+        self.feed(PlaybackStarted(token))
+        self.advance_to(self.now + duration)
+        self.feed(PlaybackCompleted(token))
+
+    # -- media paths, tools, routes ------------------------------------------------------
+
+    @rule(path=st.sampled_from(["input", "output", "recognizer"]))
+    def transport_failed(self, path: str) -> None:
+        self.feed(TransportFailed(path, "lost"))
+
+    @rule(path=st.sampled_from(["input", "output", "recognizer"]))
+    def transport_recovered(self, path: str) -> None:
+        self.feed(TransportRecovered(path))
+
+    @rule()
+    def tool_started(self) -> None:
+        call = f"c{self.next_call}"
+        self.next_call += 1
+        self.calls.append(call)
+        self.feed(ToolStarted(call, "lookup"))
+
+    @rule(data=st.data(), outcome=st.sampled_from(["ok", "failed", "unknown"]))
+    def tool_finished(self, data, outcome: str) -> None:
+        call = data.draw(st.sampled_from(self.calls + ["c_unknown"]), label="call")
+        self.feed(ToolFinished(call, outcome))
+
+    @rule(route=st.sampled_from(ROUTE_IDS), available=st.booleans())
+    def set_route_availability(self, route: str, available: bool) -> None:
+        self.feed(SetRouteAvailability(route, available))
+
+    # -- invariants checked after every step ------------------------------------------------
+
+    @invariant()
+    def closed_is_absorbing(self) -> None:
+        if self.ever_closed:
+            self.check(self.c.state is State.CLOSED, f"invariant 3: left CLOSED for {self.c.state.value}")
+            self.check(not self.c.timers, f"invariant 3: timers armed after close: {sorted(self.c.timers)}")
+
+    @invariant()
+    def cancelled_prompts_never_start(self) -> None:
+        for token in self.cancelled_before_playback:
+            record = self.c.prompts.get(token)
+            self.check(
+                record is not None and record.status is PromptStatus.CANCELLED_BEFORE_PLAYBACK,
+                f"invariant 2: prompt {token} was cancelled before playback, now "
+                f"{None if record is None else record.status.value}",
+            )
+
+    @invariant()
+    def deadline_bounds_every_pending_episode(self) -> None:
+        ep = self.c.pending_episode
+        if ep is None:
+            return
+        if self.c.state not in CLOSING_OR_CLOSED:
+            self.check(
+                "deadline" in self.c.timers,
+                f"invariant 4: episode {ep.id} is pending in {self.c.state.value} with no deadline armed",
+            )
+        resets = any(r.deadline == "reset" for r in self.policy.reset.values())
+        bound = self.policy.episode_ms * (1 + (ep.restarts if resets else 0))
+        self.check(
+            self.now - ep.started_at <= bound,
+            f"invariant 4: episode {ep.id} still pending after {self.now - ep.started_at} ms (bound {bound})",
+        )
+
+    @invariant()
+    def ladder_prompts_per_episode(self) -> None:
+        played: dict[int | None, list[str]] = {}
+        for record in self.c.prompts.values():
+            if record.kind in LADDER_PROMPT_KINDS and record.status in PLAYED:
+                played.setdefault(record.episode, []).append(
+                    f"{record.kind}#{record.token}({record.stage}, {record.status.value})"
+                )
+        for episode, prompts in played.items():
+            self.check(
+                len(prompts) <= self.policy.prompted_stages,
+                f"invariant 5: episode {episode} played {len(prompts)} ladder prompts "
+                f"(> {self.policy.prompted_stages} prompted stages): {prompts}",
+            )
+
+    @invariant()
+    def silence_never_commits(self) -> None:
+        for question in [*self.asked, "never_asked"]:
+            expected = self.answered_by.get(question) == "answer"
+            self.check(
+                self.c.may_commit(question) == expected,
+                f"invariant 6: may_commit({question!r}) is {self.c.may_commit(question)}, "
+                f"caller answers seen: {self.answered_by.get(question)!r}",
+            )
+        for question, answered in self.c.answers.items():
+            self.check(
+                self.answered_by.get(question) == answered.intent,
+                f"invariant 6: controller holds answer {answered!r} that no caller decision produced",
+            )
+
+    @invariant()
+    def holds_are_bounded(self) -> None:
+        for ep in self.c.episodes:
+            self.check(
+                ep.hold_used_ms <= self.policy.hold_budget_ms,
+                f"invariant 7: episode {ep.id} hold_used_ms={ep.hold_used_ms} exceeds "
+                f"hold_budget_ms={self.policy.hold_budget_ms}",
+            )
+        hold = self.c.timers.get("hold")
+        if hold is not None:
+            self.check(
+                hold.due - hold.armed_at <= self.policy.hold_ms,
+                f"invariant 7: hold #{hold.generation} armed at {hold.armed_at} for "
+                f"{hold.due - hold.armed_at} ms (> hold_ms {self.policy.hold_ms})",
+            )
+
+    @invariant()
+    def trace_explains_timers(self) -> None:
+        """The model built from *_armed / timer_fired / timer_invalidated matches the controller."""
+        actual = {k: t.generation for k, t in self.c.timers.items()}
+        self.check(
+            actual == self.armed,
+            f"trace model: controller timers {actual} but the trace says {self.armed}",
+        )
+
+
+class SmallPolicyLadderMachine(LadderMachine):
+    POLICY = small_policy()
+
+
+class TestLadderPropertiesDefaultPolicy(LadderMachine.TestCase):
+    settings = SETTINGS
+
+
+class TestLadderPropertiesSmallPolicy(SmallPolicyLadderMachine.TestCase):
+    settings = SETTINGS
+
+
+def test_small_policy_shape() -> None:
+    """The second policy is what the brief asks for: three stages, short waits, small budget."""
+    policy = small_policy()
+    assert len(policy.stages) == 3 and policy.stages[-1].closes
+    assert policy.prompted_stages == 2
+    assert policy.hold_budget_ms < LadderPolicy().hold_budget_ms
+    assert not any(r.deadline == "reset" for r in policy.reset.values())
+    assert not any(r.deadline == "reset" for r in LadderPolicy().reset.values())
