@@ -85,7 +85,6 @@ class Controller:
         self._fired: dict[tuple[str, int], float] = {}  # accepted timers (duplicates)
         self._invalidated: dict[int, str] = {}  # generation -> why it was invalidated
         self._latest_turn: TurnRef | None = None
-        self._open_turns: set[TurnRef] = set()
         self._no_response_expected = _RecentSet()
         self._responded = _RecentSet()
         self._suspended: Timer | None = None  # the window/hold a turn interrupted
@@ -587,13 +586,17 @@ class Controller:
 
     # -- caller turns ------------------------------------------------------------------
 
-    def _on_turn_started(self, event: TurnStarted) -> None:
-        ref = TurnRef(event.turn, event.seq)
+    def _accept_turn(self, event: TurnStarted | TurnInterpreted) -> TurnRef | None:
+        """W1: a turn older than the latest one is stale; otherwise it is the latest."""
         if self._latest_turn is not None and event.seq < self._latest_turn.seq:
             self._stale("superseded_turn", event)
+            return None
+        self._latest_turn = TurnRef(event.turn, event.seq)
+        return self._latest_turn
+
+    def _on_turn_started(self, event: TurnStarted) -> None:
+        if self._accept_turn(event) is None:
             return
-        self._latest_turn = ref
-        self._open_turns.add(ref)
         self._trace("turn_started", "caller_speech", turn=event.turn, seq=event.seq)
         if self.state is not State.IDLE:
             self._resume_from_speech("caller_resumed")
@@ -628,7 +631,6 @@ class Controller:
             and record.status is PromptStatus.REQUESTED
         )
         self._latest_turn = TurnRef(event.turn, event.seq)
-        self._open_turns.add(self._latest_turn)
         if not can_cancel:
             # L11: once the final message plays (or the close is not negotiable),
             # speech is recorded but does not reopen the session
@@ -642,7 +644,6 @@ class Controller:
 
     def _on_turn_ended(self, event: TurnEnded) -> None:
         ref = TurnRef(event.turn, event.seq)
-        self._open_turns.discard(ref)
         claim = self.waits.consume_claim(event.turn, event.seq)
         if claim is not None:
             self._trace(
@@ -670,11 +671,9 @@ class Controller:
         )
 
     def _on_interpreted(self, event: TurnInterpreted) -> None:
-        ref = TurnRef(event.turn, event.seq)
-        if self._latest_turn is not None and event.seq < self._latest_turn.seq:
-            self._stale("superseded_turn", event)
+        ref = self._accept_turn(event)
+        if ref is None:
             return
-        self._latest_turn = ref
         if self.state not in (State.HEARING, State.IDLE):
             # a decision with no speech-start report (text backend) is still resumption
             self._resume_from_speech("caller_turn")
