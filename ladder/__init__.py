@@ -21,6 +21,7 @@ from .events import (
     EVENT_TYPES,
     INTENTS,
     AgentResponded,
+    Announce,
     AskQuestion,
     EndSession,
     Event,
@@ -47,6 +48,7 @@ from .waits import Claim, TurnRef, WaitCoordinator
 
 __all__ = [
     "AgentResponded",
+    "Announce",
     "Answered",
     "AskQuestion",
     "CancelPrompt",

@@ -26,6 +26,7 @@ from .effects import (
 )
 from .events import (
     AgentResponded,
+    Announce,
     AskQuestion,
     EndSession,
     Event,
@@ -82,6 +83,7 @@ class Controller:
         self._token = 0
         self._episode_seq = 0
         self._boundary: int | None = None  # token whose end arms the next window
+        self._statements: dict[int, bool] = {}  # statements in flight -> interruptible
         self._fired: dict[tuple[str, int], float] = {}  # accepted timers (duplicates)
         self._invalidated: dict[int, str] = {}  # generation -> why it was invalidated
         self._latest_turn: TurnRef | None = None
@@ -351,6 +353,12 @@ class Controller:
 
     def _fire_deadline(self, timer: Timer) -> None:
         self._trace("episode_deadline", "episode_ms_elapsed", generation=timer.generation)
+        if self.state is State.CLOSING and self._closing is not None:
+            # the final message is already out: the deadline makes it binding, and
+            # one close message is enough
+            self._closing = Closing("deadline_reached", "episode_deadline", False, self._closing.token)
+            self._end_episode("deadline_reached", "episode_deadline")
+            return
         text = self.policy.close_pending if self.unresolved_or_running() else None
         self._close(
             "deadline_reached",
@@ -576,6 +584,21 @@ class Controller:
             hold_used_ms=ep.hold_used_ms,
         )
 
+    def use_policy(self, policy: LadderPolicy) -> None:
+        """Take another policy from the next question on (per-stage ladder overrides)."""
+        self.policy = policy
+        self.waits.max_records = policy.max_wait_records
+
+    def _on_announce(self, event: Announce) -> None:
+        token = self._request_prompt(
+            "statement",
+            event.text,
+            on_complete=None,
+            stage=event.label or None,
+            interruptible=event.interruptible,
+        )
+        self._statements[token] = event.interruptible
+
     def _on_agent_responded(self, event: AgentResponded) -> None:
         self._satisfy_watchdog("agent_responded")
 
@@ -598,8 +621,21 @@ class Controller:
         if self._accept_turn(event) is None:
             return
         self._trace("turn_started", "caller_speech", turn=event.turn, seq=event.seq)
+        self._barge_in_statements()
         if self.state is not State.IDLE:
             self._resume_from_speech("caller_resumed")
+
+    def _barge_in_statements(self) -> None:
+        """Caller speech cuts interruptible statements; an uninterruptible one holds the floor."""
+        for token, interruptible in list(self._statements.items()):
+            record = self.prompts.get(token)
+            if record is None or record.status in FINAL_PROMPT_STATUSES:
+                del self._statements[token]
+            elif interruptible:
+                self._cancel_prompt(token, "caller_resumed")
+                del self._statements[token]
+            else:
+                self._trace("speech_over_uninterruptible", "floor_held", token=token)
 
     def _resume_from_speech(self, reason: str) -> None:
         """L7: resumption cancels pending no-input output and invalidates its timers."""
@@ -873,7 +909,7 @@ class Controller:
             self._stale("duplicate_start", event)
             return
         record.status = PromptStatus.STARTED
-        self._trace("prompt_started", record.kind, token=event.token)
+        self._trace("prompt_started", record.kind, token=event.token, prompt=record.kind)
         ep = self.episode
         if record.kind == "reminder" and ep is not None and record.episode == ep.id:
             ep.checked = True
@@ -902,7 +938,8 @@ class Controller:
             # a completion without a start still proves the audio reached the endpoint
             self._on_playback_started(PlaybackStarted(event.token))
         record.status = PromptStatus.COMPLETED
-        self._trace("prompt_completed", record.kind, token=event.token)
+        extra = {"transcript": event.transcript} if event.transcript is not None else {}
+        self._trace("prompt_completed", record.kind, token=event.token, prompt=record.kind, **extra)
         if self._boundary == event.token:
             self._take_boundary(event.token, origin="observed")
 

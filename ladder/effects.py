@@ -20,6 +20,7 @@ PromptKind = Literal[
     "reprompt",  # the missing-response watchdog fired (W2)
     "channel_recovery",  # honest notice that the line has a problem (L9)
     "close",  # the final message (L11)
+    "statement",  # says something that asks nothing (greeting, disclosure)
 ]
 
 Outcome = Literal[

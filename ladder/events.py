@@ -75,6 +75,15 @@ class AskQuestion(Event):
 
 
 @dataclass(frozen=True)
+class Announce(Event):
+    """The agent says something that asks nothing (a greeting, a disclosure)."""
+
+    text: str
+    label: str = ""  # what it belongs to (a flow stage), for the trace
+    interruptible: bool = True
+
+
+@dataclass(frozen=True)
 class AgentResponded(Event):
     """The flow answered the caller's last turn in some other way (satisfies W2)."""
 
@@ -139,6 +148,8 @@ class PlaybackCompleted(Event):
     """An endpoint observation that the audio finished playing, not proof of hearing."""
 
     token: int
+    # what output transcription heard, where the endpoint reports it (verbatim checks)
+    transcript: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +224,7 @@ class TimerFired(Event):
 
 EVENT_TYPES: dict[str, type[Event]] = {
     "ask_question": AskQuestion,
+    "announce": Announce,
     "agent_responded": AgentResponded,
     "end_session": EndSession,
     "turn_started": TurnStarted,

@@ -67,6 +67,7 @@ _ANYTIME = {
 _CONVERSING = {
     **_ANYTIME,
     "ask_question": "_on_ask",
+    "announce": "_on_announce",
     "turn_started": "_on_turn_started",
     "turn_ended": "_on_turn_ended",
     "turn_interpreted": "_on_interpreted",

@@ -122,3 +122,20 @@ def test_invalid_json_names_the_line_and_column(tmp_path):
     path.write_text('{\n  "schema": 1,\n  "name": oops\n}')
     with pytest.raises(IncidentError, match=r"broken.json: line 3 column 11: invalid JSON"):
         load_incident(path)
+
+
+def test_every_pattern_names_fields_that_such_records_carry():
+    """A prohibition with a misspelt field could never match: refuse it here."""
+    fields_by_kind: dict[str, set[str]] = {}
+    incidents = [load_incident(p) for p in LIBRARY]
+    for incident in incidents:
+        for record in run_incident(incident).records:
+            label = record.get("kind") if record.get("effect") == "Trace" else record["effect"]
+            fields_by_kind.setdefault(label, set()).update(record)
+    for incident in incidents:
+        patterns = [p.match for p in incident.prohibit] + list(incident.expect.records)
+        for pattern in patterns:
+            label = pattern.get("kind") if "effect" not in pattern or pattern["effect"] == "Trace" else pattern["effect"]
+            assert label in fields_by_kind, f"{incident.name}: no record is ever a {label!r}"
+            unknown = set(pattern) - fields_by_kind[label]
+            assert not unknown, f"{incident.name}: {label} records never carry {sorted(unknown)}"

@@ -825,3 +825,84 @@ def test_small_policy_shape() -> None:
     assert policy.hold_budget_ms < LadderPolicy().hold_budget_ms
     assert not any(r.deadline == "reset" for r in policy.reset.values())
     assert not any(r.deadline == "reset" for r in LadderPolicy().reset.values())
+
+
+# --- counterexamples found by the machine, replayed deterministically ----------------------
+#
+# Each is a schedule of (virtual ms, input). A punctual runtime: before each input the
+# clock moves to its time and every deadline on the way fires at its due time, unless
+# the input is LATE_WAKE (the runtime's timer went off late: one handle_timer(at)).
+# Every invariant is checked after every input, as in the machine.
+
+LATE_WAKE = "late_wake"
+WAKE = "wake"
+
+
+def replay(machine: LadderMachine, schedule: list[tuple[float, object]], until: float) -> LadderMachine:
+    machine.reset_call(Endpoint())
+    checks = [
+        getattr(machine, name)
+        for name in dir(type(machine))
+        if getattr(getattr(type(machine), name), "hypothesis_stateful_invariant", None) is not None
+        or name
+        in (
+            "closed_is_absorbing",
+            "cancelled_prompts_never_start",
+            "deadline_bounds_every_pending_episode",
+            "ladder_prompts_per_episode",
+            "silence_never_commits",
+            "holds_are_bounded",
+            "trace_explains_timers",
+        )
+    ]
+    for at, item in schedule:
+        if item == LATE_WAKE:
+            machine.advance_to(at, punctual=False)
+            machine.wake()
+        elif item == WAKE:
+            machine.advance_to(at)
+            machine.wake()
+        else:
+            machine.advance_to(at)
+            machine.feed(item)
+        for check in checks:
+            check()
+    machine.advance_to(until)
+    machine.wake()
+    for check in checks:
+        check()
+    return machine
+
+
+def turn(n: int, intent: str, value: str | None = None) -> list[TurnStarted | TurnEnded | TurnInterpreted]:
+    return [TurnStarted(f"t{n}", n), TurnInterpreted(f"t{n}", n, intent, value=value), TurnEnded(f"t{n}", n)]
+
+
+def test_counterexample_deadline_during_ladder_close_default_policy() -> None:
+    """Invariant 5 (and L11): the deadline fires while the ladder's safe-close message is
+    playing; the controller cuts it off and plays a second close in the same episode."""
+    schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
+    schedule.append((2_000, PlaybackCompleted(1)))  # question heard: quiet_wait window to 10 000
+    for n, at in enumerate(range(9_000, 73_000, 7_000), start=1):  # "4...", "8...": partial answers
+        schedule.append((at, TurnInterpreted(f"t{n}", n, "partial_answer", value="48")))
+    # silence; the endpoint reports each prompt's start (completion from the estimate)
+    schedule += [
+        (80_000, PlaybackStarted(2)),  # gentle_check reminder
+        (96_820, PlaybackStarted(3)),  # alternative_route reminder
+        (115_160, PlaybackStarted(4)),  # safe_close final message starts (estimate to 123 880)
+        (120_000, PlaybackStarted(5)),  # the deadline's close message, requested at 120 000
+    ]
+    replay(LadderMachine(), schedule, until=130_000)
+
+
+def test_counterexample_late_timer_overdraws_hold_budget_small_policy() -> None:
+    """Invariant 7 (L6): a late handle_timer() charges the runtime's lateness to the hold,
+    so one hold of hold_ms=2000 records hold_used_ms=3001 > hold_budget_ms=3000."""
+    schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
+    schedule += [(0, e) for e in turn(1, "wait_request")]  # "give me a moment": acknowledgement
+    schedule += [
+        (0, PlaybackStarted(2)),
+        (200, PlaybackCompleted(2)),  # acknowledgement played: a 2000 ms hold, due 2200
+        (3_201, LATE_WAKE),  # the runtime's timer goes off 1001 ms late
+    ]
+    replay(SmallPolicyLadderMachine(), schedule, until=3_201)
