@@ -515,14 +515,17 @@ class Controller:
         self._disarm("window", "hold")
         ep.held = True
         ep.hold_started_at = self.now
-        self._arm("hold", self.now + allowance, origin)
+        ep.hold_until = self.now + allowance
+        self._arm("hold", ep.hold_until, origin)
         self._set_state(State.HELD, f"hold_{origin}")
 
     def _end_hold_accounting(self) -> None:
         ep = self.episode
         if ep is not None and ep.hold_started_at is not None:
-            ep.hold_used_ms += (self.now) - ep.hold_started_at
-            ep.hold_started_at = None
+            # a late timer wake-up is the runtime's delay, not time the caller held
+            end = self.now if ep.hold_until is None else min(self.now, ep.hold_until)
+            ep.hold_used_ms += end - ep.hold_started_at
+            ep.hold_started_at = ep.hold_until = None
 
     # -- watchdog (W2) ----------------------------------------------------------------
 
@@ -758,7 +761,8 @@ class Controller:
             suspended = self._suspended
             if suspended.kind == "hold":
                 self.episode.hold_started_at = self.now
-                self._arm("hold", max(suspended.due, self.now), "resumed")
+                self.episode.hold_until = max(suspended.due, self.now)
+                self._arm("hold", self.episode.hold_until, "resumed")
                 self._set_state(State.HELD, f"resume_after_{intent}")
             else:
                 self._arm_window("resumed", max(suspended.due, self.now))

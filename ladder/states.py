@@ -153,6 +153,7 @@ class Episode:
     restarts: int = 0
     hold_used_ms: float = 0.0
     hold_started_at: float | None = None
+    hold_until: float | None = None  # the running hold's due time
     checked: bool = False  # a ladder reminder started playing
     held: bool = False  # an explicit hold happened
     recovered: bool = False  # the channel failed at some point
