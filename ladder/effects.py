@@ -103,6 +103,46 @@ class SessionClosed(Effect):
 
 
 @dataclass(frozen=True)
+class CallTool(Effect):
+    """Run a tool (the flow admitted it); report back with a ToolResult event."""
+
+    call: str
+    tool: str
+    args: dict
+    stage: str | None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolDenied(Effect):
+    tool: str
+    reason: str
+    stage: str | None
+
+
+@dataclass(frozen=True)
+class SlotFilled(Effect):
+    """A slot took a value from the caller's words (never from silence)."""
+
+    slot: str
+    value: str | int | bool
+    turn: str
+    correction: bool = False
+
+
+@dataclass(frozen=True)
+class TimingChanged(Effect):
+    """The merged voice timing of the active stages (VAD end-of-speech hold and more)."""
+
+    timing: dict
+
+
+@dataclass(frozen=True)
+class FlowEnded(Effect):
+    reason: str  # terminal stage reached, or terminated by an overlay
+
+
+@dataclass(frozen=True)
 class Trace(Effect):
     """One transition, with the identities needed to diagnose a race (JSON-ready)."""
 

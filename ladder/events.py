@@ -222,6 +222,54 @@ class TimerFired(Event):
     generation: int
 
 
+# --- flow-level events (the conversation graph; the silence controller rejects them) -
+
+
+@dataclass(frozen=True)
+class StartCall(Event):
+    """The call is connected: the flow enters its first stages."""
+
+
+@dataclass(frozen=True)
+class CallerUtterance(Event):
+    """A recognised caller turn: its words and the intent matched to them (V5).
+
+    The flow reads slot values from `text` itself; `intent` and `score` come from the
+    interpreter (example-phrase similarity) and are kept for the journal.
+    """
+
+    turn: str
+    seq: int
+    text: str
+    intent: str | None = None
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class SetFact(Event):
+    """The designer or a scenario sets a state value directly."""
+
+    key: str
+    value: str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class ToolResult(Event):
+    """A tool call came back (the flow runs tools; the ladder only sees the wait)."""
+
+    call: str
+    outcome: ToolOutcome
+    result: dict | None = None
+
+
+@dataclass(frozen=True)
+class RequestTool(Event):
+    """Ask for a tool now, outside a stage's own call (the designer, a scenario)."""
+
+    tool: str
+    args: dict | None = None
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     "ask_question": AskQuestion,
     "announce": Announce,
@@ -242,6 +290,11 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "tool_finished": ToolFinished,
     "set_route_availability": SetRouteAvailability,
     "timer_fired": TimerFired,
+    "start_call": StartCall,
+    "caller_utterance": CallerUtterance,
+    "set_fact": SetFact,
+    "tool_result": ToolResult,
+    "request_tool": RequestTool,
 }
 EVENT_KINDS_BY_TYPE: dict[type[Event], str] = {v: k for k, v in EVENT_TYPES.items()}
 

@@ -7,11 +7,16 @@ episode forever, a stage that offers a route that does not exist.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from .events import INTENTS
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 class _Frozen(BaseModel):
@@ -39,6 +44,14 @@ class Route(_Frozen):
     promises: str = ""  # what taking it may promise the caller
     # restate: the route is "say the question again" and keeps the episode open
     action: Literal["end_episode", "restate"] = "end_episode"
+    goto: str | None = None  # in a flow: the stage taking this route leads to
+    mentions: tuple[str, ...] = ()  # wording that names this route (lint), besides label and id
+
+    def named_by(self, text: str) -> bool:
+        """Does `text` name this route (its label, its id's words, or a mention)?"""
+        said = " " + " ".join(_words(text)) + " "
+        phrases = {self.label, self.id.replace("_", " "), *self.mentions}
+        return any(f" {' '.join(_words(p))} " in said for p in phrases if _words(p))
 
 
 WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold"]

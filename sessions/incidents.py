@@ -10,33 +10,23 @@ that is already queued is delivered before the timer that would race it.
 
 from __future__ import annotations
 
-import heapq
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ladder import (
     Controller,
-    Effect,
     LadderPolicy,
-    PlaybackCompleted,
-    PlaybackInterrupted,
-    PlaybackStarted,
-    PromptFailed,
-    PromptSent,
-    RequestPrompt,
     TimerFired,
-    Trace,
     event_from_dict,
 )
-from ladder.effects import CancelPrompt
 from ladder.events import TIMER_KINDS, Event
 
-from .journal import JournalWriter
+from .virtual import Playback, VirtualCall, matches
 
 INCIDENT_SCHEMA = 1
 
@@ -47,18 +37,6 @@ class IncidentError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Playback(_Strict):
-    """The simulated output endpoint: reports started/completed for each prompt."""
-
-    mode: Literal["auto", "manual"] = "auto"
-    start_delay_ms: float = Field(default=100, ge=0)
-    ms_per_word: float = Field(default=300, gt=0)
-    report_sent: bool = False  # also report PromptSent with the real duration
-    lose_start: tuple[str, ...] = ()  # prompt kinds whose start report never arrives
-    lose_completion: tuple[str, ...] = ()  # prompt kinds whose completion never arrives
-    fail: tuple[str, ...] = ()  # prompt kinds the endpoint rejects (PromptFailed)
 
 
 class Step(_Strict):
@@ -229,94 +207,47 @@ class Outcome:
         }
 
 
-def flatten(effect: Effect, at: float) -> dict:
-    """One effect as a flat record: what patterns in incident files match against."""
-    if isinstance(effect, Trace):
-        data = effect.to_dict()
-        detail = data.pop("detail")
-        return {"effect": "Trace", **data, **detail}
-    return {"at": at, **effect.to_dict()}
-
-
-def matches(record: dict, pattern: dict) -> bool:
-    return all(record.get(k) == v for k, v in pattern.items())
-
-
-@dataclass(order=True)
-class _Pending:
-    at: float
-    order: int  # scripted steps before endpoint reports at the same time, then FIFO
-    seq: int
-    item: Any = field(compare=False)
-
-
 class VirtualRun:
-    """A controller, a virtual clock and a simulated output endpoint.
+    """An incident on a virtual clock: its schedule fed into a `VirtualCall`.
 
     Also the engine behind step-by-step runs in the console: `step()` processes the
-    next scripted item or due timer and returns what happened.
+    next scripted item, endpoint report or due timer and returns what happened.
     """
 
     def __init__(self, incident: Incident) -> None:
         self.incident = incident
         self.controller = Controller(incident.ladder_policy())
-        self.playback = incident.playback
-        self.now: float = 0
-        self.records: list[dict] = []
-        self.inputs: list[tuple[float, Event]] = []
-        self.log: list[tuple[float, str, dict]] = []  # (t, "input"|"decision", record)
-        self._queue: list[_Pending] = []
-        self._seq = 0
-        self._last_fired: dict[str, int] = {}
-        self._last_invalidated: dict[str, int] = {}
-        self._tokens: dict[str, int] = {}  # "last", "last_<kind>" -> token
-        self._prompt_kinds: dict[int, str] = {}
-        self._cancelled: set[int] = set()
+        self.call = VirtualCall(self.controller, incident.playback, scripted=self._resolve)
         for step in incident.schedule:
-            self._push(step.at, 0, step)
+            self.call.push(step.at, step)
 
-    def _push(self, at: float, order: int, item: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, _Pending(at, order, self._seq, item))
+    @property
+    def records(self) -> list[dict]:
+        return self.call.records
+
+    @property
+    def inputs(self) -> list[tuple[float, Event]]:
+        return self.call.inputs
+
+    @property
+    def now(self) -> float:
+        return self.call.now
 
     @property
     def horizon(self) -> float:
         last = max((s.at for s in self.incident.schedule), default=0)
         return max(last, self.incident.until or 0)
 
-    def _next_item(self) -> _Pending | None:
-        if self._queue and self._queue[0].at <= self.horizon:
-            return self._queue[0]
-        return None
-
-    def _next_deadline(self) -> float | None:
-        deadline = self.controller.next_deadline()
-        return deadline if deadline is not None and deadline <= self.horizon else None
-
     def done(self) -> bool:
         """Nothing left at or before the horizon: the run stops at the incident's end."""
-        return self._next_item() is None and self._next_deadline() is None
+        item = self.call.next_item_at()
+        deadline = self.call.next_deadline()
+        return (item is None or item > self.horizon) and (deadline is None or deadline > self.horizon)
 
     def step(self) -> list[dict]:
-        """Advance to the next scripted item or deadline, whichever is first."""
-        deadline = self._next_deadline()
-        nxt = self._next_item()
-        if nxt is None and deadline is None:
-            return []
-        if nxt is not None and (deadline is None or nxt.at <= deadline):
-            heapq.heappop(self._queue)
-            self.now = max(self.now, nxt.at)
-            event = self._resolve(nxt.item)
-            if event is None:
-                return []
-            return self._feed(event)
-        self.now = max(self.now, deadline)
-        # fire the due timer as an explicit event, so the journal holds every input
-        timer = min(
-            (t for t in self.controller.timers.values() if t.due <= self.now),
-            key=lambda t: (t.due, t.generation),
-        )
-        return self._feed(TimerFired(timer.kind, timer.generation))
+        before = len(self.records)
+        self.call.step(self.horizon)
+        return self.records[before:]
 
     def run(self) -> None:
         for _ in range(100_000):
@@ -325,19 +256,29 @@ class VirtualRun:
             self.step()
         raise RuntimeError(f"{self.incident.name}: did not settle in 100000 steps")
 
-    def _feed(self, event: Event) -> list[dict]:
-        self.inputs.append((self.now, event))
-        # journal lines: the event nested under "event" (its fields may not collide with
-        # the journal's own seq/t_ms), decisions as the effects' own dicts
-        self.log.append((self.now, "input", {"kind": event.kind, "event": event.to_dict()}))
-        effects = self.controller.handle(event, self.now)
-        self.log += [(self.now, "decision", e.to_dict()) for e in effects]
-        before = len(self.records)
-        self._absorb(effects)
-        return self.records[before:]
+    def _resolve(self, item: Step) -> Event | None:
+        if item.deliver_timer is not None:
+            kind = item.deliver_timer["timer"]
+            gen = item.deliver_timer["generation"]
+            if gen == "current":
+                armed = self.controller.timer(kind)
+                gen = armed.generation if armed else -1
+            elif gen == "last_fired":
+                gen = self.call.last_fired.get(kind, -1)
+            elif gen == "last_invalidated":
+                gen = self.call.last_invalidated.get(kind, -1)
+            return TimerFired(kind, gen)
+        data = dict(item.event or {})
+        if isinstance(data.get("token"), str):
+            data["token"] = self.call.tokens.get(data["token"], -1)
+        return event_from_dict(data)
+
+    def resolve_prompt_ref(self, ref: str) -> int | None:
+        if ref.isdigit():
+            return int(ref)
+        return self.call.tokens.get(ref)
 
     def write_journal(self, folder: Path) -> Path:
-        """Record this run as a session folder (S1): inputs and decisions, in order."""
         header = {
             "source": "incident",
             "incident": self.incident.name,
@@ -346,88 +287,7 @@ class VirtualRun:
             "models": {},
             "devices": {"output": "simulated endpoint", "clock": "virtual"},
         }
-        with JournalWriter.create(folder, header) as journal:
-            for at, kind, payload in self.log:
-                if kind == "input":
-                    journal.write_input(at, payload)
-                else:
-                    journal.write_decision(at, payload)
-        return journal.path
-
-    def _absorb(self, effects: list[Effect]) -> None:
-        for effect in effects:
-            self.records.append(flatten(effect, self.now))
-            if isinstance(effect, Trace):
-                timer = effect.detail.get("timer")
-                if effect.kind == "timer_fired" and timer:
-                    self._last_fired[timer] = effect.generation  # type: ignore[assignment]
-                elif effect.kind == "timer_invalidated" and timer:
-                    self._last_invalidated[timer] = effect.generation  # type: ignore[assignment]
-            elif isinstance(effect, RequestPrompt):
-                self._tokens["last"] = effect.token
-                self._tokens[f"last_{effect.kind}"] = effect.token
-                self._prompt_kinds[effect.token] = effect.kind
-                if self.playback.mode == "auto":
-                    self._simulate_endpoint(effect)
-            elif isinstance(effect, CancelPrompt):
-                self._cancelled.add(effect.token)
-
-    def _simulate_endpoint(self, prompt: RequestPrompt) -> None:
-        pb = self.playback
-        duration = max(1, len(prompt.text.split())) * pb.ms_per_word
-        if prompt.kind in pb.fail:
-            self._push(self.now, 1, ("failed", prompt.token))
-            return
-        if pb.report_sent:
-            self._push(self.now, 1, ("sent", prompt.token, duration))
-        start = self.now + pb.start_delay_ms
-        if prompt.kind not in pb.lose_start:
-            self._push(start, 1, ("started", prompt.token))
-        if prompt.kind not in pb.lose_completion:
-            self._push(start + duration, 1, ("completed", prompt.token))
-
-    def _resolve(self, item: Any) -> Event | None:
-        if isinstance(item, tuple):  # an endpoint report
-            what, token = item[0], item[1]
-            if token in self._cancelled:
-                # the endpoint flushed the audio: it reports the interruption once, if
-                # playback had begun, and nothing else
-                if what == "completed" and self._started(token):
-                    return PlaybackInterrupted(token)
-                return None
-            if what == "started":
-                return PlaybackStarted(token)
-            if what == "completed":
-                return PlaybackCompleted(token)
-            if what == "sent":
-                return PromptSent(token, item[2])
-            return PromptFailed(token, "endpoint_rejected")
-        step: Step = item
-        if step.deliver_timer is not None:
-            kind = step.deliver_timer["timer"]
-            gen = step.deliver_timer["generation"]
-            if gen == "current":
-                armed = self.controller.timer(kind)
-                gen = armed.generation if armed else -1
-            elif gen == "last_fired":
-                gen = self._last_fired.get(kind, -1)
-            elif gen == "last_invalidated":
-                gen = self._last_invalidated.get(kind, -1)
-            return TimerFired(kind, gen)
-        data = dict(step.event or {})
-        if isinstance(data.get("token"), str):
-            data["token"] = self._tokens.get(data["token"], -1)
-        return event_from_dict(data)
-
-    def _started(self, token: int) -> bool:
-        return any(
-            r.get("kind") == "prompt_started" and r.get("token") == token for r in self.records
-        )
-
-    def resolve_prompt_ref(self, ref: str) -> int | None:
-        if ref.isdigit():
-            return int(ref)
-        return self._tokens.get(ref)
+        return self.call.write_journal(folder, header)
 
 
 def prompt_counts(run: VirtualRun) -> dict[str, int]:

@@ -52,6 +52,7 @@ from hypothesis.stateful import (
 from ladder import (
     INTENTS,
     AgentResponded,
+    Announce,
     Answered,
     AskQuestion,
     CancelPrompt,
@@ -99,7 +100,9 @@ LADDER_PROMPT_KINDS = ("reminder", "close")
 PLAYED = {PromptStatus.STARTED, PromptStatus.COMPLETED, PromptStatus.INTERRUPTED}
 CLOSING_OR_CLOSED = (State.CLOSING, State.CLOSED)
 ROUTE_IDS = ("repeat", "continue_without_code", "transfer", "no_such_route")
-PROMPT_KINDS = ("question", "restate", "reminder", "acknowledgement", "filler", "reprompt", "channel_recovery", "close")
+PROMPT_KINDS = (
+    "question", "restate", "reminder", "acknowledgement", "filler", "reprompt", "channel_recovery", "close", "statement"
+)
 
 # virtual time steps: mostly short, often a stage wait, sometimes past the episode bound
 DT = st.one_of(
@@ -463,6 +466,12 @@ class LadderMachine(RuleBasedStateMachine):
         turn = data.draw(st.sampled_from(self.turns), label="turn") if self.turns else ("t0", 0)
         self.feed(AgentResponded(turn[0]))
 
+    @precondition(open_call)
+    @rule(interruptible=st.booleans())
+    def agent_announces(self, interruptible: bool) -> None:
+        """A statement that asks nothing (greeting, disclosure); speech may cut it."""
+        self.feed(Announce("This call may be recorded.", label="greeting", interruptible=interruptible))
+
     @rule(how=st.sampled_from(["hangup", "end_session_with_text", "end_session_quiet"]))
     def call_ends(self, how: str) -> None:
         if how == "hangup":
@@ -805,6 +814,22 @@ class LadderMachine(RuleBasedStateMachine):
         )
 
 
+    INVARIANTS = (
+        "closed_is_absorbing",
+        "cancelled_prompts_never_start",
+        "deadline_bounds_every_pending_episode",
+        "ladder_prompts_per_episode",
+        "silence_never_commits",
+        "holds_are_bounded",
+        "trace_explains_timers",
+    )
+
+    def run_all_invariants(self) -> None:
+        """Every @invariant, for replays outside hypothesis."""
+        for name in self.INVARIANTS:
+            getattr(self, name)()
+
+
 class SmallPolicyLadderMachine(LadderMachine):
     POLICY = small_policy()
 
@@ -827,82 +852,67 @@ def test_small_policy_shape() -> None:
     assert not any(r.deadline == "reset" for r in LadderPolicy().reset.values())
 
 
-# --- counterexamples found by the machine, replayed deterministically ----------------------
+# --- counterexamples the machine found, replayed deterministically -------------------------
 #
-# Each is a schedule of (virtual ms, input). A punctual runtime: before each input the
-# clock moves to its time and every deadline on the way fires at its due time, unless
-# the input is LATE_WAKE (the runtime's timer went off late: one handle_timer(at)).
-# Every invariant is checked after every input, as in the machine.
+# Both were found by the state machine above and fixed in the controller while these
+# tests were written; they stay as exact replays so a regression fails every run, not
+# only when the random search happens to reach it. Each is a schedule of (virtual ms,
+# input) for a punctual runtime: before each input the clock moves to its time and every
+# deadline on the way fires at its due time, except LATE_WAKE, where the runtime's timer
+# goes off late and one handle_timer(at) fires everything overdue. Every invariant is
+# checked after every input, exactly as in the machine.
 
 LATE_WAKE = "late_wake"
-WAKE = "wake"
 
 
 def replay(machine: LadderMachine, schedule: list[tuple[float, object]], until: float) -> LadderMachine:
     machine.reset_call(Endpoint())
-    checks = [
-        getattr(machine, name)
-        for name in dir(type(machine))
-        if getattr(getattr(type(machine), name), "hypothesis_stateful_invariant", None) is not None
-        or name
-        in (
-            "closed_is_absorbing",
-            "cancelled_prompts_never_start",
-            "deadline_bounds_every_pending_episode",
-            "ladder_prompts_per_episode",
-            "silence_never_commits",
-            "holds_are_bounded",
-            "trace_explains_timers",
-        )
-    ]
     for at, item in schedule:
-        if item == LATE_WAKE:
+        if isinstance(item, str) and item == LATE_WAKE:
             machine.advance_to(at, punctual=False)
-            machine.wake()
-        elif item == WAKE:
-            machine.advance_to(at)
             machine.wake()
         else:
             machine.advance_to(at)
             machine.feed(item)
-        for check in checks:
-            check()
+        machine.run_all_invariants()
     machine.advance_to(until)
     machine.wake()
-    for check in checks:
-        check()
+    machine.run_all_invariants()
     return machine
 
 
-def turn(n: int, intent: str, value: str | None = None) -> list[TurnStarted | TurnEnded | TurnInterpreted]:
-    return [TurnStarted(f"t{n}", n), TurnInterpreted(f"t{n}", n, intent, value=value), TurnEnded(f"t{n}", n)]
-
-
-def test_counterexample_deadline_during_ladder_close_default_policy() -> None:
-    """Invariant 5 (and L11): the deadline fires while the ladder's safe-close message is
-    playing; the controller cuts it off and plays a second close in the same episode."""
+def test_regression_deadline_during_ladder_close_default_policy() -> None:
+    """Invariant 5 (L11, L12): the deadline passes while the ladder's safe-close message
+    is playing. Found: the controller cut that message off (interrupted) and played the
+    deadline's close as a second final message: 4 ladder prompts in one episode (> 3)."""
     schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
     schedule.append((2_000, PlaybackCompleted(1)))  # question heard: quiet_wait window to 10 000
     for n, at in enumerate(range(9_000, 73_000, 7_000), start=1):  # "4...", "8...": partial answers
         schedule.append((at, TurnInterpreted(f"t{n}", n, "partial_answer", value="48")))
-    # silence; the endpoint reports each prompt's start (completion from the estimate)
+    # silence; the endpoint reports each prompt's start (completion comes from the estimate)
     schedule += [
         (80_000, PlaybackStarted(2)),  # gentle_check reminder
         (96_820, PlaybackStarted(3)),  # alternative_route reminder
-        (115_160, PlaybackStarted(4)),  # safe_close final message starts (estimate to 123 880)
-        (120_000, PlaybackStarted(5)),  # the deadline's close message, requested at 120 000
+        (115_160, PlaybackStarted(4)),  # safe_close final message (estimated end 123 880)
+        (120_000, PlaybackStarted(5)),  # a second close, if the deadline requested one
     ]
-    replay(LadderMachine(), schedule, until=130_000)
+    machine = replay(LadderMachine(), schedule, until=130_000)
+    assert machine.c.episodes[0].outcome == "deadline_reached"
+    assert machine.c.state is State.CLOSED
 
 
-def test_counterexample_late_timer_overdraws_hold_budget_small_policy() -> None:
-    """Invariant 7 (L6): a late handle_timer() charges the runtime's lateness to the hold,
-    so one hold of hold_ms=2000 records hold_used_ms=3001 > hold_budget_ms=3000."""
+def test_regression_late_timer_overdraws_hold_budget_small_policy() -> None:
+    """Invariant 7 (L6): found: a late handle_timer() charged the runtime's lateness to the
+    hold, so one hold of hold_ms=2000 recorded hold_used_ms=3001 > hold_budget_ms=3000."""
     schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
-    schedule += [(0, e) for e in turn(1, "wait_request")]  # "give me a moment": acknowledgement
+    # "give me a moment", decided before the turn closes: one acknowledgement
     schedule += [
+        (0, TurnStarted("t1", 1)),
+        (0, TurnInterpreted("t1", 1, "wait_request")),
+        (0, TurnEnded("t1", 1)),
         (0, PlaybackStarted(2)),
         (200, PlaybackCompleted(2)),  # acknowledgement played: a 2000 ms hold, due 2200
         (3_201, LATE_WAKE),  # the runtime's timer goes off 1001 ms late
     ]
-    replay(SmallPolicyLadderMachine(), schedule, until=3_201)
+    machine = replay(SmallPolicyLadderMachine(), schedule, until=3_201)
+    assert machine.c.episodes[0].hold_used_ms == 2_000

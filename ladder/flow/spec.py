@@ -55,6 +55,13 @@ class Repair(_Spec):
     escalate_to: str | None = None
 
 
+class Reopen(_Spec):
+    """When `when` holds at a turn boundary, run `stages` again with their slots cleared."""
+
+    when: Guard
+    stages: tuple[str, ...] = Field(min_length=1)
+
+
 class Slot(_Spec):
     """How a collected value is read from the caller's words (V5)."""
 
@@ -77,6 +84,7 @@ class StageSpec(_Spec):
     call: Call | None = None
     complete_when: Guard | None = None
     repair: Repair | None = None
+    reopen: Reopen | None = None
     sets: dict[str, Any] = {}  # facts written when the stage completes
     ladder: dict[str, Any] = {}  # overrides of the flow's ladder policy for this question
 

@@ -56,20 +56,21 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 def parse_number(text: str) -> int | None:
+    """A whole number, written ("23") or spoken ("twenty three", "two hundred")."""
     total, current, seen = 0, 0, False
     for word in words(text.replace("-", " ")):
         if word.isdigit():
             return int(word)
-        if word in _DIGIT_WORDS and word not in ("o", "oh"):
-            current += int(_DIGIT_WORDS[word]); seen = True
-        elif word in _TEENS:
-            current += _TEENS[word]; seen = True
-        elif word in _TENS:
-            current += _TENS[word]; seen = True
+        small = _TEENS.get(word) or _TENS.get(word)
+        if small is None and word in _DIGIT_WORDS and word not in ("o", "oh"):
+            small = int(_DIGIT_WORDS[word])
+        if small is not None:
+            current += small
+            seen = True
         elif word == "hundred" and seen:
             current *= 100
         elif word == "thousand" and seen:
-            total += current * 1000; current = 0
+            total, current = total + current * 1000, 0
     return total + current if seen else None
 
 

@@ -1,0 +1,1 @@
+"""Flows shipped with Lull (data files)."""

@@ -1,0 +1,767 @@
+"""The flow runtime: the conversation graph driving one silence controller (G1-G7).
+
+Pure like the rest of `ladder`: `handle(event, now)` returns effects, `next_deadline()`
+and `handle_timer(now)` pass the silence controller's timers through. The runtime
+owns the state (slots and facts), which stages are active in which layer (the main
+flow or a digression), tool admission and the commit policies; every prompt goes
+through the silence controller, so each has one token and one lifecycle.
+
+At a turn boundary (after a caller turn, a tool result, a fact or a prompt that
+finished) the runtime: applies a finished digression's resume policy, enters the
+first digression whose trigger holds, then repeatedly completes stages, enters the
+stages that became active (ask, say, call a tool), reopens and escalates, until
+nothing changes. Then it publishes the merged timing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..controller import Controller
+from ..effects import (
+    Answered,
+    CallTool,
+    Effect,
+    FlowEnded,
+    RequestPrompt,
+    RouteTaken,
+    SessionClosed,
+    SlotFilled,
+    TimingChanged,
+    ToolDenied,
+    Trace,
+)
+from ..events import (
+    Announce,
+    AskQuestion,
+    CallerUtterance,
+    EndSession,
+    Event,
+    PlaybackCompleted,
+    RequestTool,
+    SetFact,
+    StartCall,
+    ToolFinished,
+    ToolResult,
+    ToolStarted,
+    TurnInterpreted,
+)
+from ..states import FINAL_PROMPT_STATUSES, PromptStatus
+from .compile import MAIN, CompiledFlow, Layer, merge_timing, stage_timing
+from .spec import StageSpec, Timing
+from .text import parse_digits, parse_number, parse_yes_no, verbatim_passes, word_similarity
+
+REDACTED = "[redacted]"
+MAX_VERBATIM_ATTEMPTS = 3
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_:\-]+)\}")
+_LADDER_INTENTS = {"wait_request", "ready", "repeat_request", "backchannel", "noise", "decline"}
+
+
+@dataclass
+class ToolCallRecord:
+    call: str
+    tool: str
+    args: dict
+    stage: str | None
+    key: str | None
+    status: str = "running"  # running / ok / failed / unknown
+    compensates: str | None = None  # the call this one compensates
+
+
+@dataclass
+class RepairCounters:
+    turns: int = 0
+    interruptions: int = 0
+    tool_failures: int = 0
+
+
+class FlowRuntime:
+    """One call through a compiled flow."""
+
+    def __init__(self, flow: CompiledFlow) -> None:
+        self.flow = flow
+        self.ladder = Controller(flow.ladder)
+        self.state: dict[str, Any] = {}
+        self.provenance: dict[str, str] = {}  # slot -> the caller turn that filled it
+        self.done: dict[str, dict[str, str]] = {MAIN: {}}  # layer -> stage -> how
+        self.entered: dict[str, set[str]] = {MAIN: set()}
+        self.stack: list[str] = []  # digressions on the active path, outermost first
+        self.terminated_by: str | None = None
+        self.ended = False
+        self.closed = False
+        self.tools_ok: set[str] = set()
+        self.calls: dict[str, ToolCallRecord] = {}
+        self.idempotent: dict[tuple[str, str], dict] = {}
+        self.repair: dict[str, RepairCounters] = {}
+        self.prompt_stage: dict[int, tuple[str, str]] = {}  # token -> (layer, stage)
+        self.verbatim_attempts: dict[str, int] = {}
+        self.timing: Timing | None = None
+        self.asking: tuple[str, str] | None = None  # (layer, stage) with the pending question
+        self.partial: dict[str, str] = {}  # slot -> digits heard so far
+        self.now: float = 0.0
+        self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
+        self.transcripts: dict[int, str] = {}  # token -> what the endpoint reported playing
+        self._calls = 0
+        self._pending_resume: str | None = None
+        self._effects: list[Effect] = []
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def driving(self) -> str:
+        return self.stack[-1] if self.stack else MAIN
+
+    def next_deadline(self) -> float | None:
+        return self.ladder.next_deadline()
+
+    def handle_timer(self, now: float) -> list[Effect]:
+        self._effects = []
+        self.now = now
+        self._absorb(self.ladder.handle_timer(now))
+        self._boundary()
+        return self._effects
+
+    def handle(self, event: Event, now: float) -> list[Effect]:
+        self._effects = []
+        self.now = now
+        if isinstance(event, StartCall):
+            self._trace("call_started", self.flow.spec.name)
+            self._boundary()
+        elif isinstance(event, CallerUtterance):
+            self._on_utterance(event)
+        elif isinstance(event, SetFact):
+            self.state[event.key] = event.value
+            self.provenance[event.key] = "set_fact"
+            self._trace("fact_set", event.key)
+            self._boundary()
+        elif isinstance(event, ToolResult):
+            self._on_tool_result(event)
+        elif isinstance(event, RequestTool):
+            self._on_tool_request(event)
+        else:
+            if isinstance(event, PlaybackCompleted) and event.transcript is not None:
+                self.transcripts[event.token] = event.transcript
+            self._absorb(self.ladder.handle(event, now))
+            self._boundary()
+        return self._effects
+
+    def active_stages(self, layer_name: str | None = None) -> list[str]:
+        layer = self.flow.layer(layer_name or self.driving)
+        done = self.done.setdefault(layer.name, {})
+        active = []
+        for sid in layer.order:
+            if sid in done:
+                continue
+            preds = layer.after[sid]
+            escalated_into = any(
+                done.get(src) == "escalated" and dst == sid for src, dst in layer.escalations.items()
+            )
+            routed_into = self.state.get(f"route_goto:{sid}") is True
+            normal = bool(preds) and all(done.get(p) == "completed" for p in preds)
+            root = not preds and sid not in layer.escalations.values() and not self._is_goto(sid)
+            if root or normal or escalated_into or routed_into:
+                active.append(sid)
+        return active
+
+    def snapshot(self) -> dict:
+        return {
+            "flow": self.flow.spec.name,
+            "driving": self.driving,
+            "stack": list(self.stack),
+            "active": self.active_stages() if not self.ended else [],
+            "done": {k: dict(v) for k, v in self.done.items()},
+            "state": self.redact(dict(self.state)),
+            "timing": None if self.timing is None else self.timing.model_dump(exclude_none=True),
+            "terminated_by": self.terminated_by,
+            "ended": self.ended,
+            "calls": {c: {"tool": r.tool, "status": r.status, "stage": r.stage} for c, r in self.calls.items()},
+            "repair": {s: vars(c).copy() for s, c in self.repair.items()},
+            "ladder": self.ladder.snapshot(),
+        }
+
+    # -- redaction (G6) ------------------------------------------------------------
+
+    def sensitive_values(self) -> set[str]:
+        values: set[str] = set()
+        for key in self.flow.redact_keys:
+            for k, v in self.state.items():
+                if v is not None and (k == key or k.endswith(f":{key}")):
+                    values.add(str(v))
+                    values.add(self._spoken(key, v))
+            if key in self.partial:
+                values.add(self.partial[key])
+        return {v for v in values if v}
+
+    def redact(self, record: Any) -> Any:
+        """A copy of `record` fit to leave the process: no redacted key or value in it."""
+        secrets = sorted(self.sensitive_values(), key=len, reverse=True)
+        return _redact(record, self.flow.redact_keys, secrets)
+
+    # -- effects from the silence controller -----------------------------------------
+
+    def _absorb(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            self._effects.append(effect)
+            if isinstance(effect, RouteTaken):
+                goto = self.flow.route_gotos.get(effect.route)
+                if goto is not None:
+                    self._take_route(effect.route, goto)
+            elif isinstance(effect, SessionClosed):
+                self.closed = True
+                if not self.ended:
+                    self.ended = True
+                    self._effects.append(FlowEnded(f"session_closed:{effect.outcome}"))
+            elif isinstance(effect, Trace):
+                self._observe(effect)
+
+    def _observe(self, trace: Trace) -> None:
+        if trace.kind == "prompt_interrupted" and trace.reason == "caller_resumed" and not self.stack:
+            # G5: a barge-in counts against every main-flow stage that tracks repair
+            for sid in self.active_stages(MAIN):
+                counters = self.repair.get(sid)
+                if counters is not None:
+                    counters.interruptions += 1
+                    self._trace("barge_in_counted", sid, stage_id=sid, count=counters.interruptions)
+
+    # -- caller turns ---------------------------------------------------------------
+
+    def _on_utterance(self, event: CallerUtterance) -> None:
+        for key in [k for k in self.state if k.startswith("intent:")]:
+            del self.state[key]  # intent facts describe the last turn only
+        intent, value, route, fills = self._interpret(event)
+        self._trace(
+            "utterance",
+            intent,
+            turn=event.turn,
+            matched=event.intent,
+            score=event.score,
+            ladder_intent=intent,
+        )
+        effects = self.ladder.handle(
+            TurnInterpreted(event.turn, event.seq, intent, value=value, route=route),  # type: ignore[arg-type]
+            self.now,
+        )
+        self._absorb(effects)
+        if any(isinstance(e, Answered) for e in effects):
+            for slot, slot_value in fills.items():
+                self._fill(slot, slot_value, event.turn)
+        elif event.intent:
+            # what the caller asked for, as a fact for overlay triggers (this turn only)
+            self.state[f"intent:{event.intent}"] = True
+        self._corrections(event)
+        self._boundary(turn=True)
+
+    def _interpret(self, event: CallerUtterance) -> tuple[str, str | None, str | None, dict]:
+        """Map a recognised turn to the silence controller's vocabulary (and slot values)."""
+        asking = self.asking
+        if asking is not None and self.ladder.pending_episode is not None:
+            stage = self.flow.stage(asking[1])
+            fills: dict[str, Any] = {}
+            partial = False
+            for slot in stage.collect:
+                spec = self.flow.spec.slots[slot]
+                value = self._parse(slot, spec, event.text)
+                if value is None:
+                    continue
+                if spec.type == "digits":
+                    value = self.partial.get(slot, "") + value
+                    if spec.min_length and len(value) < spec.min_length:
+                        self.partial[slot] = value
+                        partial = True
+                        continue
+                    if spec.max_length and len(value) > spec.max_length:
+                        self.partial.pop(slot, None)
+                        continue
+                    self.partial.pop(slot, None)
+                fills[slot] = value
+            if fills and all(s in fills or s in self.state for s in stage.collect):
+                display = ", ".join(str(v) for v in fills.values())
+                return "answer", display, None, fills
+            if partial:
+                return "partial_answer", None, None, {}
+        intent = event.intent
+        if intent is None:
+            return "unclear", None, None, {}
+        if intent.startswith("route:"):
+            return "route", None, intent.removeprefix("route:"), {}
+        if intent in _LADDER_INTENTS:
+            return intent, None, None, {}
+        return "unclear", None, None, {}  # a flow intent (an overlay trigger), not an answer
+
+    def _parse(self, slot: str, spec, text: str) -> Any:
+        if spec.type == "digits":
+            return parse_digits(text)
+        if spec.type == "yes_no":
+            return parse_yes_no(text)
+        if spec.type == "number":
+            return parse_number(text)
+        return text.strip() or None
+
+    def _fill(self, slot: str, value: Any, turn: str, correction: bool = False) -> None:
+        self.state[slot] = value
+        self.provenance[slot] = turn
+        self._effects.append(SlotFilled(slot, value, turn, correction))
+        self._trace("slot_filled", slot, turn=turn, correction=correction)
+
+    def _corrections(self, event: CallerUtterance) -> None:
+        """G3: a new value for an already captured slot withdraws downstream confirmations."""
+        asking_slots = set()
+        if self.asking is not None:
+            asking_slots = set(self.flow.stage(self.asking[1]).collect)
+        for slot, keys in self.flow.corrections.items():
+            if slot in asking_slots or slot not in self.state:
+                continue
+            spec = self.flow.spec.slots.get(slot)
+            if spec is None or spec.type not in ("digits", "number"):
+                continue
+            value = self._parse(slot, spec, event.text)
+            if value is None or value == self.state[slot]:
+                continue
+            if spec.type == "digits" and spec.min_length and len(str(value)) < spec.min_length:
+                continue
+            self._fill(slot, value, event.turn, correction=True)
+            self.state[f"correction:{slot}"] = True
+            for key in keys:
+                self.state.pop(key, None)
+            owner = next(s for s in self.flow.main.order if slot in self.flow.main.stages[s].collect)
+            reopened = sorted(self._downstream_of(owner))
+            for sid in reopened:
+                self._reset_stage(MAIN, sid)
+            self._trace("correction", slot, withdrawn=keys, reopened=reopened)
+
+    def _downstream_of(self, stage: str) -> set[str]:
+        layer = self.flow.main
+        seen: set[str] = set()
+        frontier = [stage]
+        while frontier:
+            for nxt in layer.successors(frontier.pop()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    frontier.append(nxt)
+        return seen
+
+    # -- tools ------------------------------------------------------------------------
+
+    def _request_tool(self, layer: str, stage: StageSpec, tool: str, template: dict) -> None:
+        if self.terminated_by is not None:
+            self._deny(tool, f"terminated_by_{self.terminated_by}", stage.id)
+            return
+        active = [self.flow.stage(s) for s in self.active_stages(layer)]
+        if not any(tool in s.allow for s in active):
+            self._deny(tool, "not_allowed_in_active_stages", stage.id)
+            return
+        for s in active:
+            # L13: only what the caller said can satisfy a commit guard; silence never does
+            if s.commit is not None and s.commit.tool == tool and not s.commit.guard.holds(self.state, self.tools_ok):
+                self._deny(tool, "commit_guard_unmet", stage.id)
+                return
+        args = {k: self._render_value(v) for k, v in template.items()}
+        self._start_call(tool, args, stage.id)
+
+    def _start_call(self, tool: str, args: dict, stage: str | None, compensates: str | None = None) -> None:
+        policy = self.flow.commit_policies.get(tool)
+        key = None
+        if policy is not None and policy.idempotency_key and compensates is None:
+            key = self._render_key(policy.idempotency_key, args)
+            if key is None:
+                self._trace("idempotency_skipped", "placeholder_without_value", tool=tool)
+            elif (tool, key) in self.idempotent:
+                # a retried commit with the same key returns the first result, unrun
+                self._trace("commit_replayed", tool, tool=tool, stage_id=stage)
+                self.tools_ok.add(tool)
+                self.state[f"tool:{tool}"] = self.idempotent[(tool, key)]
+                return
+        if stage is not None and compensates is None:
+            # the calling stage's pacing (filler_after_ms) governs this tool wait
+            timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages()])
+            self.ladder.use_policy(self.flow.policy_for(stage, timing))
+        self._calls += 1
+        call = f"c{self._calls}"
+        self.calls[call] = ToolCallRecord(call, tool, args, stage, key, compensates=compensates)
+        self._effects.append(CallTool(call, tool, args, stage, key))
+        self._trace("tool_called", tool, call=call, stage_id=stage)
+        self._absorb(self.ladder.handle(ToolStarted(call, tool), self.now))
+
+    def _on_tool_request(self, event: RequestTool) -> None:
+        """A tool asked for outside a stage's own call (the designer, a scenario)."""
+        stages = self.active_stages()
+        holder = next((self.flow.stage(s) for s in stages if event.tool in self.flow.stage(s).allow), None)
+        if holder is None:
+            reason = f"terminated_by_{self.terminated_by}" if self.terminated_by else "not_allowed_in_active_stages"
+            self._deny(event.tool, reason, None)
+            return
+        self._request_tool(self.driving, holder, event.tool, dict(event.args or {}))
+        self._boundary()
+
+    def _on_tool_result(self, event: ToolResult) -> None:
+        record = self.calls.get(event.call)
+        self._absorb(self.ladder.handle(ToolFinished(event.call, event.outcome), self.now))
+        if record is None or record.status != "running":
+            return
+        record.status = event.outcome
+        result = event.result or {}
+        if event.outcome == "ok":
+            self.tools_ok.add(record.tool)
+            self.state[f"tool:{record.tool}"] = result
+            if record.key is not None:
+                self.idempotent[(record.tool, record.key)] = result
+            if record.compensates is not None:
+                original = self.calls[record.compensates].tool
+                self.state[f"compensated:{original}"] = True
+        else:  # failed, or timed out with its outcome unknown
+            if record.stage in self.repair:
+                self.repair[record.stage].tool_failures += 1
+            policy = self.flow.commit_policies.get(record.tool)
+            if (
+                event.outcome == "failed"
+                and policy is not None
+                and policy.compensate_with
+                and record.compensates is None
+            ):
+                self._trace("compensating", record.tool, call=record.call)
+                self._start_call(policy.compensate_with, record.args, record.stage, compensates=record.call)
+        self._boundary()
+
+    def _deny(self, tool: str, reason: str, stage: str | None) -> None:
+        self._effects.append(ToolDenied(tool, reason, stage))
+        self._trace("tool_denied", reason, tool=tool, stage_id=stage)
+
+    # -- the boundary -------------------------------------------------------------------
+
+    def _boundary(self, turn: bool = False) -> None:
+        if self.ended:
+            return
+        if self._pending_resume is not None:
+            self._resume(self._pending_resume)
+        self._enter_triggered_overlay()
+        for _ in range(100):
+            if self.ended or not self._step():
+                break
+        if turn and not self.stack:
+            self._count_turns()
+            for _ in range(100):
+                if self.ended or not self._step():
+                    break
+        self._publish_timing()
+
+    def _step(self) -> bool:
+        """One pass over the driving layer. True if anything changed."""
+        layer_name = self.driving
+        layer = self.flow.layer(layer_name)
+        done = self.done.setdefault(layer_name, {})
+        entered = self.entered.setdefault(layer_name, set())
+        for sid in self.active_stages(layer_name):
+            stage = layer.stages[sid]
+            if sid not in entered:
+                entered.add(sid)
+                self._enter(layer_name, stage)
+                return True
+            if stage.reopen is not None and stage.reopen.when.holds(self.state, self.tools_ok):
+                self._trace("reopened", sid, stages=list(stage.reopen.stages))
+                for target in stage.reopen.stages:
+                    for slot in self.flow.stage(target).collect:
+                        self.state.pop(slot, None)
+                    self._reset_stage(layer_name, target)
+                return True
+            if layer_name == MAIN and self._escalate(layer, stage):
+                return True
+            if self._complete(stage):
+                done[sid] = "completed"
+                self.repair.pop(sid, None)
+                for key, value in stage.sets.items():
+                    self.state[key] = value
+                self._trace("stage_completed", sid, stage_id=sid, layer=layer_name)
+                self._after_completion(layer_name, layer, stage)
+                return True
+        return False
+
+    def _enter(self, layer: str, stage: StageSpec) -> None:
+        self._trace("stage_entered", stage.id, stage_id=stage.id, layer=layer)
+        if layer == MAIN and stage.repair is not None:
+            self.repair[stage.id] = RepairCounters()
+        interruptible = (stage_timing(stage) or Timing()).interruptible is not False
+        if stage.collect and not all(s in self.state for s in stage.collect):
+            self._ask(layer, stage, interruptible)
+        elif stage.say:
+            self._announce(layer, stage, self._render(stage.say), interruptible)
+        if stage.call is not None:
+            self._request_tool(layer, stage, stage.call.tool, stage.call.args)
+
+    def _ask(self, layer: str, stage: StageSpec, interruptible: bool) -> None:
+        timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages(layer)])
+        self.ladder.use_policy(self.flow.policy_for(stage.id, timing))
+        self.asking = (layer, stage.id)
+        self._say_through_ladder(
+            layer,
+            stage.id,
+            AskQuestion(stage.id, self._render(stage.say or ""), interruptible=interruptible),
+        )
+
+    def _announce(self, layer: str, stage: StageSpec, text: str, interruptible: bool) -> None:
+        self._say_through_ladder(layer, stage.id, Announce(text, stage.id, interruptible))
+
+    def _say_through_ladder(self, layer: str, stage: str, event: Event) -> None:
+        effects = self.ladder.handle(event, self.now)
+        for effect in effects:
+            if isinstance(effect, RequestPrompt) and effect.kind in ("question", "statement"):
+                self.prompt_stage[effect.token] = (layer, stage)
+                self.prompt_texts[effect.token] = effect.text
+        self._absorb(effects)
+
+    def _said(self, stage: str, verbatim: str | None) -> bool:
+        """Did the stage's prompt finish (and, for verbatim, play the exact text)?"""
+        tokens = [t for t, (_, s) in self.prompt_stage.items() if s == stage]
+        if verbatim is not None:
+            return self.state.get(f"verbatim:{stage}") is True
+        return any(self.ladder.prompts[t].status in FINAL_PROMPT_STATUSES for t in tokens if t in self.ladder.prompts)
+
+    def _complete(self, stage: StageSpec) -> bool:
+        if stage.verbatim is not None:
+            self._check_verbatim(stage)
+        conditions = []
+        if stage.collect:
+            conditions.append(all(self.state.get(s) is not None for s in stage.collect))
+        if stage.verbatim is not None:
+            conditions.append(self.state.get(f"verbatim:{stage.id}") is True)
+        if stage.complete_when is not None:
+            conditions.append(stage.complete_when.holds(self.state, self.tools_ok))
+        if stage.terminal or not conditions:
+            if stage.say and not stage.collect:
+                conditions.append(self._said(stage.id, stage.verbatim))
+        return all(conditions)
+
+    def _check_verbatim(self, stage: StageSpec) -> None:
+        """G2: judge what was actually played, once per finished prompt of the stage."""
+        key = f"verbatim:{stage.id}"
+        if self.state.get(key) is True:
+            return  # once passed, a later turn does not reset it
+        for token, (_, sid) in list(self.prompt_stage.items()):
+            record = self.ladder.prompts.get(token)
+            if sid != stage.id or record is None or record.status not in FINAL_PROMPT_STATUSES:
+                continue
+            if self.state.get(f"verbatim_checked:{token}"):
+                continue
+            self.state[f"verbatim_checked:{token}"] = True
+            played = self._played_text(token)
+            similarity = word_similarity(played, stage.verbatim or "") if played is not None else 0.0
+            passed = played is not None and verbatim_passes(played, stage.verbatim or "")
+            self.state[key] = passed
+            self._trace("verbatim_checked", "passed" if passed else "failed", stage_id=stage.id, similarity=round(similarity, 3), token=token)
+            if passed:
+                return
+            attempts = self.verbatim_attempts.get(stage.id, 1)
+            if attempts >= MAX_VERBATIM_ATTEMPTS:
+                self._trace("verbatim_gave_up", stage.id, attempts=attempts)
+                return
+            self.verbatim_attempts[stage.id] = attempts + 1
+            # the posture asks for the exact text again: say it as written
+            layer = self.prompt_stage[token][0]
+            interruptible = (stage_timing(stage) or Timing()).interruptible is not False
+            self._announce(layer, stage, stage.verbatim or "", interruptible)
+
+    def _played_text(self, token: int) -> str | None:
+        """What the endpoint played: the transcript it reported, else the full text."""
+        record = self.ladder.prompts[token]
+        if record.status is not PromptStatus.COMPLETED:
+            return None  # cut by barge-in, cancelled or failed: not played in full
+        return self.transcripts.get(token, self.prompt_texts.get(token))
+
+    def _after_completion(self, layer_name: str, layer: Layer, stage: StageSpec) -> None:
+        if self.asking == (layer_name, stage.id):
+            self.asking = None
+        if not stage.terminal:
+            return
+        if layer_name == MAIN:
+            self._end("terminal_stage", stage.id)
+            return
+        done = self.done[layer_name]
+        if all(t in done for t in layer.terminals()):
+            self._pending_resume = layer_name
+            self._trace("overlay_completed", layer_name, resume=layer.resume)
+            self._resume(layer_name)
+
+    def _escalate(self, layer: Layer, stage: StageSpec) -> bool:
+        counters = self.repair.get(stage.id)
+        repair = stage.repair
+        if counters is None or repair is None:
+            return False
+        reprompt = counters.turns >= repair.reprompt_after
+        escalate = counters.turns >= repair.escalate_after or (
+            repair.escalate_after_interruptions is not None
+            and counters.interruptions >= repair.escalate_after_interruptions
+        ) or (
+            repair.escalate_after_tool_failures is not None
+            and counters.tool_failures >= repair.escalate_after_tool_failures
+        )
+        self.state[f"repair:{stage.id}:reprompt"] = reprompt
+        self.state[f"repair:{stage.id}:escalate"] = escalate
+        if not escalate or repair.escalate_to is None:
+            return False
+        self.done[layer.name][stage.id] = "escalated"
+        self.repair.pop(stage.id, None)
+        self._trace("escalated", stage.id, stage_id=stage.id, to=repair.escalate_to, **vars(counters))
+        if self.asking == (layer.name, stage.id):
+            self.asking = None
+        return True
+
+    def _count_turns(self) -> None:
+        for sid in self.active_stages(MAIN):
+            if sid in self.repair and sid in self.entered.get(MAIN, set()):
+                self.repair[sid].turns += 1
+
+    def _reset_stage(self, layer: str, stage: str) -> None:
+        self.done.setdefault(layer, {}).pop(stage, None)
+        self.entered.setdefault(layer, set()).discard(stage)
+        self.state.pop(f"verbatim:{stage}", None)
+        self.verbatim_attempts.pop(stage, None)
+        for token, (_, sid) in list(self.prompt_stage.items()):
+            if sid == stage:
+                del self.prompt_stage[token]
+
+    def _take_route(self, route: str, goto: str) -> None:
+        if self.asking is not None:
+            layer, sid = self.asking
+            self.done.setdefault(layer, {})[sid] = "route"
+            self.asking = None
+        self.state[f"route:{route}"] = True
+        self.state[f"route_goto:{goto}"] = True
+        self._trace("route_taken", route, to=goto)
+
+    def _is_goto(self, stage: str) -> bool:
+        return stage in self.flow.route_gotos.values()
+
+    # -- digressions ------------------------------------------------------------------
+
+    def _enter_triggered_overlay(self) -> None:
+        for overlay in self.flow.overlays:
+            if overlay.name in self.stack or overlay.trigger is None:
+                continue
+            if overlay.trigger.holds(self.state, self.tools_ok):
+                self.stack.append(overlay.name)
+                self.done[overlay.name] = {}
+                self.entered[overlay.name] = set()
+                self.asking = None
+                self._trace("overlay_entered", overlay.name, layer=overlay.name)
+                return
+
+    def _resume(self, name: str) -> None:
+        self._pending_resume = None
+        layer = self.flow.layer(name)
+        if name in self.stack:
+            self.stack.remove(name)
+        beneath = self.driving
+        self._trace("overlay_resumed", layer.resume, layer=name, beneath=beneath)
+        if layer.resume == "terminate":
+            self.terminated_by = name
+            self.stack.clear()
+            self.state["flow:terminated"] = True
+            self._end("terminated", name)
+            return
+        if layer.resume == "restart":
+            self.done[beneath] = {}
+            self.entered[beneath] = set()
+            if beneath == MAIN:
+                self.repair.clear()
+        else:
+            # previous: the layer beneath continues; an unanswered question is asked again
+            for sid in self.active_stages(beneath):
+                stage = self.flow.stage(sid)
+                if stage.collect and not all(s in self.state for s in stage.collect):
+                    self.entered.setdefault(beneath, set()).discard(sid)
+
+    def _end(self, reason: str, where: str) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self._effects.append(FlowEnded(f"{reason}:{where}"))
+        self._trace("flow_ended", reason, at_stage=where)
+        self._absorb(self.ladder.handle(EndSession(), self.now))
+
+    def _publish_timing(self) -> None:
+        if self.ended:
+            return
+        timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages()])
+        if timing != self.timing:
+            self.timing = timing
+            data = {} if timing is None else timing.model_dump(exclude_none=True)
+            self._effects.append(TimingChanged(data))
+
+    # -- rendering and tracing ----------------------------------------------------------
+
+    def _spoken(self, key: str, value: Any) -> str:
+        spec = self.flow.spec.slots.get(key)
+        if spec is not None and spec.type == "digits":
+            return " ".join(str(value))
+        return str(value)
+
+    def _render(self, text: str) -> str:
+        return _PLACEHOLDER.sub(
+            lambda m: self._spoken(m.group(1), self.state[m.group(1)]) if self.state.get(m.group(1)) is not None else m.group(0),
+            text,
+        )
+
+    def _render_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            whole = _PLACEHOLDER.fullmatch(value)
+            if whole:
+                return self.state.get(whole.group(1))
+            return _PLACEHOLDER.sub(lambda m: str(self.state.get(m.group(1), "")), value)
+        return value
+
+    def _render_key(self, template: str, args: dict) -> str | None:
+        missing = False
+
+        def value(m: re.Match) -> str:
+            nonlocal missing
+            name = m.group(1)
+            found = args.get(name, self.state.get(name))
+            if found is None:
+                missing = True
+                return ""
+            return str(found)
+
+        key = _PLACEHOLDER.sub(value, template)
+        return None if missing else key
+
+    def _trace(self, kind: str, reason: str, **detail) -> None:
+        stage = detail.pop("stage_id", None)
+        turn = detail.pop("turn", None)
+        token = detail.pop("token", None)
+        ep = self.ladder.episode
+        self._effects.append(
+            Trace(
+                kind=kind,
+                reason=reason,
+                at=self.now,
+                state=self.ladder.state.value,
+                question=ep.question if ep else None,
+                episode=ep.id if ep else None,
+                token=token,
+                turn=turn,
+                stage=stage,
+                detail={"layer": self.driving, **detail},
+            )
+        )
+
+
+def _redact(value: Any, keys: frozenset[str], secrets: list[str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if _sensitive_key(k, keys) and v is not None else _redact(v, keys, secrets))
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_redact(v, keys, secrets) for v in value]
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and str(value) in secrets:
+        return REDACTED
+    return value
+
+
+def _sensitive_key(key: str, keys: frozenset[str]) -> bool:
+    return key in keys or any(key.endswith(f":{k}") for k in keys)

@@ -1,0 +1,260 @@
+"""A core on a virtual clock, with a simulated output endpoint and simulated tools.
+
+Shared by incident files (a bare silence controller) and scenarios (a flow). Items
+are queued at virtual times; the core's own timers fire when their deadline is the
+earliest thing pending; nothing sleeps. At equal times, scripted items run before
+endpoint reports, and both before timers: a callback already queued is delivered
+before the timer that would race it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ladder import (
+    CancelPrompt,
+    Controller,
+    Effect,
+    Event,
+    PlaybackCompleted,
+    PlaybackInterrupted,
+    PlaybackStarted,
+    PromptFailed,
+    PromptSent,
+    RequestPrompt,
+    TimerFired,
+    Trace,
+)
+from ladder.effects import CallTool
+from ladder.events import ToolResult
+
+from .journal import JournalWriter
+
+SCRIPTED, ENDPOINT = 0, 1  # ordering of items queued at the same virtual time
+
+
+class Playback(BaseModel):
+    """The simulated output endpoint: reports started/completed for each prompt."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "manual"] = "auto"
+    start_delay_ms: float = Field(default=100, ge=0)
+    ms_per_word: float = Field(default=300, gt=0)
+    report_sent: bool = False  # also report PromptSent with the real duration
+    lose_start: tuple[str, ...] = ()  # prompt kinds whose start report never arrives
+    lose_completion: tuple[str, ...] = ()  # prompt kinds whose completion never arrives
+    fail: tuple[str, ...] = ()  # prompt kinds the endpoint rejects (PromptFailed)
+    transcripts: dict[str, str] = {}  # text asked -> what output transcription reports
+
+
+class Core(Protocol):
+    def handle(self, event: Event, now: float) -> list[Effect]: ...
+    def next_deadline(self) -> float | None: ...
+
+
+@dataclass(order=True)
+class _Pending:
+    at: float
+    order: int
+    seq: int
+    item: Any = field(compare=False)
+
+
+@dataclass
+class ToolPlan:
+    latency_ms: float
+    outcome: str
+    result: dict
+
+
+def flatten(effect: Effect, at: float) -> dict:
+    """One effect as a flat record: what patterns in incident and scenario files match."""
+    if isinstance(effect, Trace):
+        data = effect.to_dict()
+        detail = data.pop("detail")
+        return {"effect": "Trace", **data, **detail}
+    return {"at": at, **effect.to_dict()}
+
+
+def matches(record: dict, pattern: dict) -> bool:
+    return all(record.get(k) == v for k, v in pattern.items())
+
+
+class VirtualCall:
+    """Drives one core; keeps every input and effect (flat records and a journal log)."""
+
+    def __init__(
+        self,
+        core: Core,
+        playback: Playback,
+        tools: dict[str, ToolPlan] | None = None,
+        scripted: Any = None,
+    ) -> None:
+        self.core = core
+        # turns a scripted item that is not an Event (an incident step) into an event
+        self.scripted = scripted
+        self.playback = playback
+        self.tools = tools or {}
+        self.now: float = 0
+        self.records: list[dict] = []
+        self.inputs: list[tuple[float, Event]] = []
+        self.log: list[tuple[float, str, dict]] = []  # (t, "input"|"decision", journal payload)
+        self.tokens: dict[str, int] = {}  # "last", "last_<kind>" -> token
+        self.last_fired: dict[str, int] = {}
+        self.last_invalidated: dict[str, int] = {}
+        self.in_flight: set[int] = set()  # prompts the endpoint has not finished
+        self.tools_running: set[str] = set()
+        self._queue: list[_Pending] = []
+        self._seq = 0
+        self._cancelled: set[int] = set()
+        self._started: set[int] = set()
+
+    @property
+    def controller(self) -> Controller:
+        return getattr(self.core, "ladder", self.core)  # type: ignore[return-value]
+
+    # -- the queue -------------------------------------------------------------------
+
+    def push(self, at: float, item: Any, order: int = SCRIPTED) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, _Pending(at, order, self._seq, item))
+
+    def next_item_at(self) -> float | None:
+        return self._queue[0].at if self._queue else None
+
+    def next_deadline(self) -> float | None:
+        return self.core.next_deadline()
+
+    def step(self, horizon: float) -> bool:
+        """Process the earliest item or timer at or before `horizon`. False if none."""
+        deadline = self.next_deadline()
+        if deadline is not None and deadline > horizon:
+            deadline = None
+        item = self._queue[0] if self._queue and self._queue[0].at <= horizon else None
+        if item is None and deadline is None:
+            return False
+        if item is not None and (deadline is None or item.at <= deadline):
+            heapq.heappop(self._queue)
+            self.now = max(self.now, item.at)
+            event = self.resolve(item.item)
+            if event is not None:
+                self.feed(event)
+            return True
+        self.now = max(self.now, deadline)  # type: ignore[arg-type]
+        # fire the due timer as an explicit event, so the journal holds every input
+        timer = min(
+            (t for t in self.controller.timers.values() if t.due <= self.now),
+            key=lambda t: (t.due, t.generation),
+        )
+        self.feed(TimerFired(timer.kind, timer.generation))  # type: ignore[arg-type]
+        return True
+
+    def run_until(self, horizon: float) -> None:
+        for _ in range(200_000):
+            if not self.step(horizon):
+                self.now = max(self.now, horizon)
+                return
+        raise RuntimeError("the virtual call did not settle in 200000 steps")
+
+    # -- feeding ---------------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[Effect]:
+        self.inputs.append((self.now, event))
+        # journal lines: the event nested under "event" (its fields may not collide with
+        # the journal's own seq/t_ms), decisions as the effects' own dicts
+        self.log.append((self.now, "input", {"kind": event.kind, "event": event.to_dict()}))
+        effects = self.core.handle(event, self.now)
+        self.log += [(self.now, "decision", e.to_dict()) for e in effects]
+        self.absorb(effects)
+        return effects
+
+    def absorb(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            self.records.append(flatten(effect, self.now))
+            if isinstance(effect, Trace):
+                timer = effect.detail.get("timer")
+                if effect.kind == "timer_fired" and timer:
+                    self.last_fired[timer] = effect.generation  # type: ignore[assignment]
+                elif effect.kind == "timer_invalidated" and timer:
+                    self.last_invalidated[timer] = effect.generation  # type: ignore[assignment]
+            elif isinstance(effect, RequestPrompt):
+                self.tokens["last"] = effect.token
+                self.tokens[f"last_{effect.kind}"] = effect.token
+                if self.playback.mode == "auto":
+                    self._simulate_endpoint(effect)
+            elif isinstance(effect, CancelPrompt):
+                self._cancelled.add(effect.token)
+            elif isinstance(effect, CallTool):
+                self._simulate_tool(effect)
+
+    def _simulate_endpoint(self, prompt: RequestPrompt) -> None:
+        pb = self.playback
+        duration = max(1, len(prompt.text.split())) * pb.ms_per_word
+        self.in_flight.add(prompt.token)
+        if prompt.kind in pb.fail:
+            self.push(self.now, ("failed", prompt.token), ENDPOINT)
+            return
+        if pb.report_sent:
+            self.push(self.now, ("sent", prompt.token, duration), ENDPOINT)
+        start = self.now + pb.start_delay_ms
+        if prompt.kind not in pb.lose_start:
+            self.push(start, ("started", prompt.token), ENDPOINT)
+        if prompt.kind not in pb.lose_completion:
+            transcript = pb.transcripts.get(prompt.text)
+            self.push(start + duration, ("completed", prompt.token, transcript), ENDPOINT)
+        else:
+            self.push(start + duration, ("lost", prompt.token), ENDPOINT)
+
+    def _simulate_tool(self, call: CallTool) -> None:
+        plan = self.tools.get(call.tool, ToolPlan(0, "ok", {}))
+        self.tools_running.add(call.call)
+        self.push(self.now + plan.latency_ms, ("tool", call.call, plan.outcome, plan.result), ENDPOINT)
+
+    def resolve(self, item: Any) -> Event | None:
+        """Turn a queued item into the event to feed (None: nothing reaches the core)."""
+        if isinstance(item, Event):
+            return item
+        if not isinstance(item, tuple):
+            return self.scripted(item)
+        what = item[0]
+        if what == "tool":
+            self.tools_running.discard(item[1])
+            return ToolResult(item[1], item[2], item[3])
+        token = item[1]
+        if what in ("completed", "lost", "failed"):
+            self.in_flight.discard(token)
+        if token in self._cancelled:
+            # the endpoint flushed the audio: it reports the interruption once, if
+            # playback had begun, and nothing else
+            if what in ("completed", "lost") and token in self._started:
+                return PlaybackInterrupted(token)
+            return None
+        if what == "started":
+            self._started.add(token)
+            return PlaybackStarted(token)
+        if what == "completed":
+            return PlaybackCompleted(token, item[2])
+        if what == "sent":
+            return PromptSent(token, item[2])
+        if what == "failed":
+            return PromptFailed(token, "endpoint_rejected")
+        return None  # "lost": the completion report never arrives
+
+    # -- recording ---------------------------------------------------------------------
+
+    def write_journal(self, folder: Path, header: dict, redact=None) -> Path:
+        """Record this call as a session folder (S1): inputs and decisions, in order."""
+        clean = redact or (lambda record: record)
+        with JournalWriter.create(folder, clean(header)) as journal:
+            for at, kind, payload in self.log:
+                if kind == "input":
+                    journal.write_input(at, clean(payload))
+                else:
+                    journal.write_decision(at, clean(payload))
+        return journal.path
