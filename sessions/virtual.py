@@ -114,6 +114,7 @@ class VirtualCall:
         self._seq = 0
         self._cancelled: set[int] = set()
         self._started: set[int] = set()
+        self._busy_until: float = 0
 
     @property
     def controller(self) -> Controller:
@@ -190,6 +191,7 @@ class VirtualCall:
                     self._simulate_endpoint(effect)
             elif isinstance(effect, CancelPrompt):
                 self._cancelled.add(effect.token)
+                self._busy_until = min(self._busy_until, self.now)  # queued audio flushed
             elif isinstance(effect, CallTool):
                 self._simulate_tool(effect)
 
@@ -202,7 +204,9 @@ class VirtualCall:
             return
         if pb.report_sent:
             self.push(self.now, ("sent", prompt.token, duration), ENDPOINT)
-        start = self.now + pb.start_delay_ms
+        # one loudspeaker: a prompt starts after the audio queued before it
+        start = max(self.now + pb.start_delay_ms, self._busy_until)
+        self._busy_until = start + duration
         if prompt.kind not in pb.lose_start:
             self.push(start, ("started", prompt.token), ENDPOINT)
         if prompt.kind not in pb.lose_completion:

@@ -7,7 +7,8 @@ caller turns (start / end / decision, in either order, also for older turns), ti
 callbacks (due, early, stale, duplicate, unknown), playback reports for the current
 and for old or unknown prompt tokens (by hand, and from a simulated output endpoint
 like `sessions.incidents.VirtualRun`), transport failures and repairs, tools, route
-availability and the end of the call. After a close, a run may start a new call.
+availability and the end of the call. Once a call is closed, one step feeds it a batch
+of late inputs (speech, playback, timers, questions...) and then starts a new call.
 
 Invariants (checked after every step; those about what one `handle()` or
 `handle_timer()` returned are checked as each input is fed):
@@ -29,7 +30,8 @@ Invariants (checked after every step; those about what one `handle()` or
 
 Examples per policy: LULL_HYPOTHESIS_EXAMPLES (default 200); steps per example:
 LULL_HYPOTHESIS_STEPS (default 60). A failing invariant's message carries the exact
-input log (virtual time, event) of the failing call.
+input log (virtual time, event) of the failing call. The counterexamples the machine
+found are replayed deterministically at the end of this file.
 """
 
 from __future__ import annotations
@@ -95,13 +97,31 @@ SETTINGS = settings(
     print_blob=True,
 )
 
-TRACE_KEYS = ("schema", "kind", "reason", "question", "episode", "generation", "token", "turn", "stage")
+TRACE_KEYS = (
+    "schema",
+    "kind",
+    "reason",
+    "question",
+    "episode",
+    "generation",
+    "token",
+    "turn",
+    "stage",
+)
 LADDER_PROMPT_KINDS = ("reminder", "close")
 PLAYED = {PromptStatus.STARTED, PromptStatus.COMPLETED, PromptStatus.INTERRUPTED}
 CLOSING_OR_CLOSED = (State.CLOSING, State.CLOSED)
 ROUTE_IDS = ("repeat", "continue_without_code", "transfer", "no_such_route")
 PROMPT_KINDS = (
-    "question", "restate", "reminder", "acknowledgement", "filler", "reprompt", "channel_recovery", "close", "statement"
+    "question",
+    "restate",
+    "reminder",
+    "acknowledgement",
+    "filler",
+    "reprompt",
+    "channel_recovery",
+    "close",
+    "statement",
 )
 
 # virtual time steps: mostly short, often a stage wait, sometimes past the episode bound
@@ -127,6 +147,23 @@ class Endpoint:
     fail: tuple[str, ...] = ()
 
 
+AFTER_CLOSE = (
+    "time",
+    "speech",
+    "turn_started",
+    "ask",
+    "playback_started",
+    "playback_completed",
+    "stale_timer",
+    "duplicate_timer",
+    "transport_failed",
+    "transport_recovered",
+    "tool_finished",
+    "announce",
+    "hangup",
+    "end_session",
+)
+
 ENDPOINTS = st.one_of(
     st.just(Endpoint()),
     st.builds(
@@ -135,16 +172,24 @@ ENDPOINTS = st.one_of(
         start_delay_ms=st.integers(min_value=0, max_value=600),
         ms_per_word=st.integers(min_value=50, max_value=500),
         report_sent=st.booleans(),
-        lose_start=st.lists(st.sampled_from(PROMPT_KINDS), max_size=2, unique=True).map(tuple),
-        lose_completion=st.lists(st.sampled_from(PROMPT_KINDS), max_size=2, unique=True).map(tuple),
-        fail=st.lists(st.sampled_from(PROMPT_KINDS), max_size=1, unique=True).map(tuple),
+        lose_start=st.lists(st.sampled_from(PROMPT_KINDS), max_size=2, unique=True).map(
+            tuple
+        ),
+        lose_completion=st.lists(
+            st.sampled_from(PROMPT_KINDS), max_size=2, unique=True
+        ).map(tuple),
+        fail=st.lists(st.sampled_from(PROMPT_KINDS), max_size=1, unique=True).map(
+            tuple
+        ),
     ),
 )
 
 
 def decision(ref: tuple[str, int], intent: str, route: str) -> TurnInterpreted:
     value = {"answer": "4821", "partial_answer": "48", "decline": "no"}.get(intent)
-    return TurnInterpreted(ref[0], ref[1], intent, value=value, route=route if intent == "route" else None)
+    return TurnInterpreted(
+        ref[0], ref[1], intent, value=value, route=route if intent == "route" else None
+    )
 
 
 def small_policy() -> LadderPolicy:
@@ -158,11 +203,16 @@ def small_policy() -> LadderPolicy:
                 prompt="Still there? I can repeat the question.",
                 routes=("repeat", "continue_without_code"),
             ),
-            Stage(name="close", wait_ms=500, prompt="Nothing was changed. Goodbye.", closes=True),
+            Stage(
+                name="close",
+                wait_ms=500,
+                prompt="Nothing was changed. Goodbye.",
+                closes=True,
+            ),
         ),
         episode_ms=9_000,
-        hold_ms=2_000,
-        hold_budget_ms=3_000,
+        hold_ms=1_500,  # a full hold leaves 500 ms of budget: partial and exhausted holds
+        hold_budget_ms=2_000,
         recovery_ms=2_500,
         filler_after_ms=400,
         watchdog_ms=1_200,
@@ -201,15 +251,18 @@ class LadderMachine(RuleBasedStateMachine):
         self.started_tokens: set[int] = set()  # tokens with a prompt_started trace
         # what the trace told us about timers: kind -> armed generation
         self.armed: dict[str, int] = {}
-        self.stale: set[tuple[str, int]] = set()  # invalidated or superseded generations
+        # generations invalidated or superseded by a rearm
+        self.stale: set[tuple[str, int]] = set()
         self.fired: set[tuple[str, int]] = set()
-        self.advanced_generations: dict[int, float] = {}  # stage_advanced generation -> at
+        # stage_advanced generation -> virtual time
+        self.advanced_generations: dict[int, float] = {}
         # prompts
         self.tokens: list[int] = []
         self.cancelled_before_playback: set[int] = set()
         # questions and answers
         self.asked: list[str] = []
-        self.answered_by: dict[str, str] = {}  # question -> intent of the caller's Answered
+        # question -> intent of the caller's Answered
+        self.answered_by: dict[str, str] = {}
         # caller turns: (turn id, seq); seq strictly increases
         self.turns: list[tuple[str, int]] = []
         self.open_turns: list[tuple[str, int]] = []
@@ -239,7 +292,8 @@ class LadderMachine(RuleBasedStateMachine):
     def feed(self, event: Event) -> list:
         was_closed = self.c.state is State.CLOSED
         cancelled_before = (
-            isinstance(event, PlaybackStarted) and event.token in self.cancelled_before_playback
+            isinstance(event, PlaybackStarted)
+            and event.token in self.cancelled_before_playback
         )
         self.log.append(f"t={self.now}: handle({event!r})")
         effects = self.c.handle(event, self.now)
@@ -250,7 +304,10 @@ class LadderMachine(RuleBasedStateMachine):
                 any(
                     isinstance(e, Trace)
                     and e.token == event.token
-                    and (e.kind == "stale_rejected" or (was_closed and e.kind == "ignored"))
+                    and (
+                        e.kind == "stale_rejected"
+                        or (was_closed and e.kind == "ignored")
+                    )
                     for e in effects
                 ),
                 f"invariant 2: PlaybackStarted for token {event.token}, cancelled before "
@@ -299,7 +356,9 @@ class LadderMachine(RuleBasedStateMachine):
         else:
             self.feed(PromptFailed(token, "endpoint_rejected"))
 
-    def advance_to(self, target: float, *, punctual: bool = True, before: bool = False) -> None:
+    def advance_to(
+        self, target: float, *, punctual: bool = True, before: bool = False
+    ) -> None:
         """Move the clock to `target`, delivering endpoint reports as they fall due.
 
         punctual: the runtime wakes at every deadline on the way (reports first at equal
@@ -321,15 +380,22 @@ class LadderMachine(RuleBasedStateMachine):
             else:
                 break
         else:
-            self.fail("the clock could not reach its target: timers or reports keep falling due")
+            self.fail(
+                "the clock could not reach its target: timers or reports keep falling due"
+            )
         self.now = max(self.now, target)
 
     def after_timer_delivery(self, effects: list) -> None:
         # invariant 4: a fired deadline ends its episode, and the session closes
         for e in effects:
             if isinstance(e, Trace) and e.kind == "episode_deadline":
-                episode = next((ep for ep in self.c.episodes if ep.id == e.episode), None)
-                self.check(episode is not None, f"invariant 4: deadline fired for unknown episode {e.episode}")
+                episode = next(
+                    (ep for ep in self.c.episodes if ep.id == e.episode), None
+                )
+                self.check(
+                    episode is not None,
+                    f"invariant 4: deadline fired for unknown episode {e.episode}",
+                )
                 self.check(
                     episode.outcome == "deadline_reached",
                     f"invariant 4: the deadline fired but episode {episode.id} ended as {episode.outcome!r}",
@@ -357,7 +423,8 @@ class LadderMachine(RuleBasedStateMachine):
             elif isinstance(effect, Answered):
                 # invariant 6: only a caller decision answers
                 self.check(
-                    isinstance(source, TurnInterpreted) and source.intent in ("answer", "decline"),
+                    isinstance(source, TurnInterpreted)
+                    and source.intent in ("answer", "decline"),
                     f"invariant 6: {effect!r} emitted while handling "
                     f"{'handle_timer()' if source is None else repr(source)}",
                 )
@@ -386,7 +453,9 @@ class LadderMachine(RuleBasedStateMachine):
         try:
             json.dumps(data)
         except (TypeError, ValueError) as exc:
-            self.fail(f"invariant 8: trace {t.kind} is not JSON-serializable ({exc}): {data!r}")
+            self.fail(
+                f"invariant 8: trace {t.kind} is not JSON-serializable ({exc}): {data!r}"
+            )
         timer = t.detail.get("timer")
         if t.kind.endswith("_armed"):
             self.check(
@@ -408,7 +477,10 @@ class LadderMachine(RuleBasedStateMachine):
             self.started_tokens.add(t.token)
         elif t.kind == "stage_advanced":
             # invariant 1: one advance per generation
-            self.check(t.generation is not None, f"invariant 1: stage_advanced without generation: {data}")
+            self.check(
+                t.generation is not None,
+                f"invariant 1: stage_advanced without generation: {data}",
+            )
             self.check(
                 t.generation not in self.advanced_generations,
                 f"invariant 1: generation {t.generation} advanced the stage twice "
@@ -432,7 +504,9 @@ class LadderMachine(RuleBasedStateMachine):
         if prompt.kind not in ep.lose_completion:
             self.queue_report(start + duration, "completed", prompt.token)
 
-    def queue_report(self, at: float, what: str, token: int, duration: float = 0) -> None:
+    def queue_report(
+        self, at: float, what: str, token: int, duration: float = 0
+    ) -> None:
         self.report_seq += 1
         heapq.heappush(self.reports, (at, self.report_seq, what, token, duration))
 
@@ -444,34 +518,89 @@ class LadderMachine(RuleBasedStateMachine):
         self.ask_question(repeatable=True, interruptible=True)
 
     @precondition(lambda self: self.c.state is State.CLOSED)
-    @rule(endpoint=ENDPOINTS)
-    def new_call_after_close(self, endpoint: Endpoint) -> None:
-        """Closed is final; the rest of the run rehearses a fresh session."""
+    @rule(
+        late=st.lists(st.sampled_from(AFTER_CLOSE), min_size=1, max_size=6),
+        dt=st.integers(min_value=0, max_value=20_000),
+        endpoint=ENDPOINTS,
+    )
+    def late_inputs_after_close_then_new_call(
+        self, late: list[str], dt: int, endpoint: Endpoint
+    ) -> None:
+        """Closed is final (L11): late inputs change nothing; then a fresh session starts."""
+        newest = max(self.tokens, default=1)
+        for what in late:
+            if what == "time":
+                self.advance_to(self.now + dt, punctual=False)
+                self.wake()
+            elif what == "speech":
+                self.caller_says("answer", True, 300, "repeat")
+            elif what == "turn_started":
+                self.feed(TurnStarted(*self.new_turn()))
+            elif what == "ask":
+                self.feed(AskQuestion("q_late", "Are you still there?"))
+            elif what == "playback_started":
+                self.feed(PlaybackStarted(newest))
+            elif what == "playback_completed":
+                self.feed(PlaybackCompleted(newest))
+            elif what == "stale_timer" and self.stale:
+                self.feed(TimerFired(*max(self.stale, key=lambda k: k[1])))
+            elif what == "duplicate_timer" and self.fired:
+                self.feed(TimerFired(*max(self.fired, key=lambda k: k[1])))
+            elif what == "transport_failed":
+                self.feed(TransportFailed("input", "lost"))
+            elif what == "transport_recovered":
+                self.feed(TransportRecovered("input"))
+            elif what == "tool_finished":
+                self.feed(ToolFinished(self.calls[-1] if self.calls else "c1", "ok"))
+            elif what == "announce":
+                self.feed(Announce("Goodbye."))
+            elif what == "hangup":
+                self.feed(Hangup())
+            elif what == "end_session":
+                self.feed(EndSession("Bye."))
+            self.run_all_invariants()
         self.reset_call(endpoint)
         self.ask_question(repeatable=True, interruptible=True)
 
     # -- the pending question ---------------------------------------------------------
 
+    @precondition(open_call)
     @rule(repeatable=st.booleans(), interruptible=st.booleans())
     def ask_question(self, repeatable: bool, interruptible: bool) -> None:
         question = f"q{len(self.asked) + 1}"
         self.asked.append(question)
         self.feed(
-            AskQuestion(question, "What is your reference code?", repeatable=repeatable, interruptible=interruptible)
+            AskQuestion(
+                question,
+                "What is your reference code?",
+                repeatable=repeatable,
+                interruptible=interruptible,
+            )
         )
 
     @precondition(open_call)
     @rule(data=st.data())
     def agent_responds(self, data) -> None:
-        turn = data.draw(st.sampled_from(self.turns), label="turn") if self.turns else ("t0", 0)
+        turn = (
+            data.draw(st.sampled_from(self.turns), label="turn")
+            if self.turns
+            else ("t0", 0)
+        )
         self.feed(AgentResponded(turn[0]))
 
     @precondition(open_call)
     @rule(interruptible=st.booleans())
     def agent_announces(self, interruptible: bool) -> None:
         """A statement that asks nothing (greeting, disclosure); speech may cut it."""
-        self.feed(Announce("This call may be recorded.", label="greeting", interruptible=interruptible))
+        self.feed(
+            Announce(
+                "This call may be recorded.",
+                label="greeting",
+                interruptible=interruptible,
+            )
+        )
 
+    @precondition(open_call)
     @rule(how=st.sampled_from(["hangup", "end_session_with_text", "end_session_quiet"]))
     def call_ends(self, how: str) -> None:
         if how == "hangup":
@@ -489,6 +618,7 @@ class LadderMachine(RuleBasedStateMachine):
         self.turns.append(ref)
         return ref
 
+    @precondition(open_call)
     @rule()
     def caller_starts_turn(self) -> None:
         ref = self.new_turn()
@@ -528,13 +658,16 @@ class LadderMachine(RuleBasedStateMachine):
             ref = self.new_turn()  # a text backend: a decision with no speech start
         self.feed(decision(ref, intent, route))
 
+    @precondition(open_call)
     @rule(
         intent=st.sampled_from(INTENTS),
         decision_first=st.booleans(),
         speech_ms=st.integers(min_value=0, max_value=2_500),
         route=st.sampled_from(ROUTE_IDS),
     )
-    def caller_says(self, intent: str, decision_first: bool, speech_ms: int, route: str) -> None:
+    def caller_says(
+        self, intent: str, decision_first: bool, speech_ms: int, route: str
+    ) -> None:
         """A whole turn: start, speech, then the decision and the end in either order (W2)."""
         ref = self.new_turn()
         self.feed(TurnStarted(*ref))
@@ -546,8 +679,18 @@ class LadderMachine(RuleBasedStateMachine):
             self.feed(TurnEnded(*ref))
             self.feed(decision(ref, intent, route))
 
+    @precondition(open_call)
+    @rule(
+        decision_first=st.booleans(),
+        speech_ms=st.integers(min_value=0, max_value=1_500),
+    )
+    def caller_asks_for_time(self, decision_first: bool, speech_ms: int) -> None:
+        """ "Give me a moment" (L6, W3): frequent enough that holds meet their budget."""
+        self.caller_says("wait_request", decision_first, speech_ms, "repeat")
+
     # -- time -----------------------------------------------------------------------------
 
+    @precondition(open_call)
     @rule(dt=DT)
     def advance_then_wake(self, dt: int) -> None:
         """Advance by dt, then one handle_timer(now): a late timer fires everything due."""
@@ -560,6 +703,7 @@ class LadderMachine(RuleBasedStateMachine):
         self.advance_to(self.now + dt)
         self.wake()
 
+    @precondition(open_call)
     @precondition(lambda self: self.c.next_deadline() is not None)
     @rule()
     def jump_to_next_deadline(self) -> None:
@@ -568,6 +712,7 @@ class LadderMachine(RuleBasedStateMachine):
 
     # -- timer callbacks delivered explicitly (L3) ------------------------------------------
 
+    @precondition(open_call)
     @precondition(lambda self: bool(self.c.timers))
     @rule(data=st.data())
     def deliver_armed_timer_when_due(self, data) -> None:
@@ -577,6 +722,7 @@ class LadderMachine(RuleBasedStateMachine):
         self.advance_to(timer.due, before=True)
         self.feed(TimerFired(kind, timer.generation))
 
+    @precondition(open_call)
     @precondition(lambda self: bool(self.c.timers))
     @rule(data=st.data())
     def deliver_armed_timer_early(self, data) -> None:
@@ -591,10 +737,13 @@ class LadderMachine(RuleBasedStateMachine):
                 f"{[e.to_dict() for e in effects]}",
             )
 
+    @precondition(open_call)
     @precondition(lambda self: bool(self.stale))
     @rule(data=st.data())
     def deliver_stale_generation(self, data) -> None:
-        kind, generation = data.draw(st.sampled_from(sorted(self.stale)), label="stale timer")
+        kind, generation = data.draw(
+            st.sampled_from(sorted(self.stale)), label="stale timer"
+        )
         effects = self.feed(TimerFired(kind, generation))
         self.check(
             all(isinstance(e, Trace) for e in effects)
@@ -602,10 +751,13 @@ class LadderMachine(RuleBasedStateMachine):
             f"L3: stale callback {kind}#{generation} was not rejected: {[e.to_dict() for e in effects]}",
         )
 
+    @precondition(open_call)
     @precondition(lambda self: bool(self.fired))
     @rule(data=st.data())
     def deliver_duplicate_generation(self, data) -> None:
-        kind, generation = data.draw(st.sampled_from(sorted(self.fired)), label="fired timer")
+        kind, generation = data.draw(
+            st.sampled_from(sorted(self.fired)), label="fired timer"
+        )
         effects = self.feed(TimerFired(kind, generation))
         self.check(
             all(isinstance(e, Trace) for e in effects)
@@ -614,7 +766,10 @@ class LadderMachine(RuleBasedStateMachine):
         )
 
     @precondition(open_call)
-    @rule(kind=st.sampled_from(TIMER_KINDS), generation=st.integers(min_value=10_000, max_value=10_010))
+    @rule(
+        kind=st.sampled_from(TIMER_KINDS),
+        generation=st.integers(min_value=10_000, max_value=10_010),
+    )
     def deliver_unknown_generation(self, kind: str, generation: int) -> None:
         effects = self.feed(TimerFired(kind, generation))
         self.check(
@@ -625,7 +780,9 @@ class LadderMachine(RuleBasedStateMachine):
     # -- playback reports for current, old and unknown tokens -----------------------------
 
     def pick_token(self, data) -> int:
-        which = data.draw(st.sampled_from(["current", "older", "unknown"]), label="token choice")
+        which = data.draw(
+            st.sampled_from(["current", "older", "unknown"]), label="token choice"
+        )
         if which == "current" and self.tokens:
             return self.tokens[-1]
         if which == "older" and self.tokens:
@@ -642,6 +799,7 @@ class LadderMachine(RuleBasedStateMachine):
     def playback_started(self, data) -> None:
         self.feed(PlaybackStarted(self.pick_token(data)))
 
+    @precondition(open_call)
     @rule(data=st.data())
     def playback_completed(self, data) -> None:
         self.feed(PlaybackCompleted(self.pick_token(data)))
@@ -656,10 +814,14 @@ class LadderMachine(RuleBasedStateMachine):
     def prompt_failed(self, data) -> None:
         self.feed(PromptFailed(self.pick_token(data), "endpoint_rejected"))
 
+    @precondition(open_call)
     @precondition(lambda self: bool(self.cancelled_before_playback))
     @rule(data=st.data())
     def late_start_of_cancelled_prompt(self, data) -> None:
-        token = data.draw(st.sampled_from(sorted(self.cancelled_before_playback)), label="cancelled token")
+        token = data.draw(
+            st.sampled_from(sorted(self.cancelled_before_playback)),
+            label="cancelled token",
+        )
         self.feed(PlaybackStarted(token))
 
     @precondition(lambda self: open_call(self) and bool(self.tokens))
@@ -668,7 +830,9 @@ class LadderMachine(RuleBasedStateMachine):
         duration=st.integers(min_value=200, max_value=9_000),
         report_sent=st.booleans(),
     )
-    def endpoint_plays_latest_prompt(self, start_delay: int, duration: int, report_sent: bool) -> None:
+    def endpoint_plays_latest_prompt(
+        self, start_delay: int, duration: int, report_sent: bool
+    ) -> None:
         """The latest prompt played through by hand (whatever the endpoint model does)."""
         token = self.tokens[-1]
         if report_sent:
@@ -680,6 +844,7 @@ class LadderMachine(RuleBasedStateMachine):
 
     # -- media paths, tools, routes ------------------------------------------------------
 
+    @precondition(open_call)
     @rule(path=st.sampled_from(["input", "output", "recognizer"]))
     def transport_failed(self, path: str) -> None:
         self.feed(TransportFailed(path, "lost"))
@@ -718,7 +883,9 @@ class LadderMachine(RuleBasedStateMachine):
                 sum(
                     1
                     for p in self.c.prompts.values()
-                    if p.episode == ep.id and p.kind in LADDER_PROMPT_KINDS and p.status in PLAYED
+                    if p.episode == ep.id
+                    and p.kind in LADDER_PROMPT_KINDS
+                    and p.status in PLAYED
                 ),
             )
         event(f"most ladder prompts played in one episode: {most}")
@@ -728,15 +895,22 @@ class LadderMachine(RuleBasedStateMachine):
     @invariant()
     def closed_is_absorbing(self) -> None:
         if self.ever_closed:
-            self.check(self.c.state is State.CLOSED, f"invariant 3: left CLOSED for {self.c.state.value}")
-            self.check(not self.c.timers, f"invariant 3: timers armed after close: {sorted(self.c.timers)}")
+            self.check(
+                self.c.state is State.CLOSED,
+                f"invariant 3: left CLOSED for {self.c.state.value}",
+            )
+            self.check(
+                not self.c.timers,
+                f"invariant 3: timers armed after close: {sorted(self.c.timers)}",
+            )
 
     @invariant()
     def cancelled_prompts_never_start(self) -> None:
         for token in self.cancelled_before_playback:
             record = self.c.prompts.get(token)
             self.check(
-                record is not None and record.status is PromptStatus.CANCELLED_BEFORE_PLAYBACK,
+                record is not None
+                and record.status is PromptStatus.CANCELLED_BEFORE_PLAYBACK,
                 f"invariant 2: prompt {token} was cancelled before playback, now "
                 f"{None if record is None else record.status.value}",
             )
@@ -813,7 +987,6 @@ class LadderMachine(RuleBasedStateMachine):
             f"trace model: controller timers {actual} but the trace says {self.armed}",
         )
 
-
     INVARIANTS = (
         "closed_is_absorbing",
         "cancelled_prompts_never_start",
@@ -865,7 +1038,9 @@ def test_small_policy_shape() -> None:
 LATE_WAKE = "late_wake"
 
 
-def replay(machine: LadderMachine, schedule: list[tuple[float, object]], until: float) -> LadderMachine:
+def replay(
+    machine: LadderMachine, schedule: list[tuple[float, object]], until: float
+) -> LadderMachine:
     machine.reset_call(Endpoint())
     for at, item in schedule:
         if isinstance(item, str) and item == LATE_WAKE:
@@ -885,28 +1060,43 @@ def test_regression_deadline_during_ladder_close_default_policy() -> None:
     """Invariant 5 (L11, L12): the deadline passes while the ladder's safe-close message
     is playing. Found: the controller cut that message off (interrupted) and played the
     deadline's close as a second final message: 4 ladder prompts in one episode (> 3)."""
-    schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
-    schedule.append((2_000, PlaybackCompleted(1)))  # question heard: quiet_wait window to 10 000
-    for n, at in enumerate(range(9_000, 73_000, 7_000), start=1):  # "4...", "8...": partial answers
+    question = AskQuestion("q1", "What is your reference code?")
+    # heard in full at 2 000: the quiet_wait window runs to 10 000
+    schedule: list[tuple[float, object]] = [
+        (0, question),
+        (2_000, PlaybackCompleted(1)),
+    ]
+    # "4...", "8...": a partial answer every 7 s keeps the ladder at quiet_wait
+    for n, at in enumerate(range(9_000, 73_000, 7_000), start=1):
         schedule.append((at, TurnInterpreted(f"t{n}", n, "partial_answer", value="48")))
-    # silence; the endpoint reports each prompt's start (completion comes from the estimate)
+    # silence; the endpoint reports each prompt's start (its end comes from the estimate):
+    # gentle_check, alternative_route, the safe-close message (estimated end 123 880),
+    # and at 120 000 a second close message, if the deadline requested one
     schedule += [
-        (80_000, PlaybackStarted(2)),  # gentle_check reminder
-        (96_820, PlaybackStarted(3)),  # alternative_route reminder
-        (115_160, PlaybackStarted(4)),  # safe_close final message (estimated end 123 880)
-        (120_000, PlaybackStarted(5)),  # a second close, if the deadline requested one
+        (80_000, PlaybackStarted(2)),
+        (96_820, PlaybackStarted(3)),
+        (115_160, PlaybackStarted(4)),
+        (120_000, PlaybackStarted(5)),
     ]
     machine = replay(LadderMachine(), schedule, until=130_000)
     assert machine.c.episodes[0].outcome == "deadline_reached"
     assert machine.c.state is State.CLOSED
 
 
+class FoundHoldMachine(LadderMachine):
+    """The small policy as it was when the machine found the hold overdraft."""
+
+    POLICY = LadderPolicy.model_validate(
+        {**small_policy().model_dump(), "hold_ms": 2_000, "hold_budget_ms": 3_000}
+    )
+
+
 def test_regression_late_timer_overdraws_hold_budget_small_policy() -> None:
     """Invariant 7 (L6): found: a late handle_timer() charged the runtime's lateness to the
     hold, so one hold of hold_ms=2000 recorded hold_used_ms=3001 > hold_budget_ms=3000."""
-    schedule: list[tuple[float, object]] = [(0, AskQuestion("q1", "What is your reference code?"))]
     # "give me a moment", decided before the turn closes: one acknowledgement
-    schedule += [
+    schedule: list[tuple[float, object]] = [
+        (0, AskQuestion("q1", "What is your reference code?")),
         (0, TurnStarted("t1", 1)),
         (0, TurnInterpreted("t1", 1, "wait_request")),
         (0, TurnEnded("t1", 1)),
@@ -914,5 +1104,5 @@ def test_regression_late_timer_overdraws_hold_budget_small_policy() -> None:
         (200, PlaybackCompleted(2)),  # acknowledgement played: a 2000 ms hold, due 2200
         (3_201, LATE_WAKE),  # the runtime's timer goes off 1001 ms late
     ]
-    machine = replay(SmallPolicyLadderMachine(), schedule, until=3_201)
+    machine = replay(FoundHoldMachine(), schedule, until=3_201)
     assert machine.c.episodes[0].hold_used_ms == 2_000

@@ -87,6 +87,8 @@ class FlowRuntime:
         self.provenance: dict[str, str] = {}  # slot -> the caller turn that filled it
         self.done: dict[str, dict[str, str]] = {MAIN: {}}  # layer -> stage -> how
         self.entered: dict[str, set[str]] = {MAIN: set()}
+        self.called: dict[str, set[str]] = {}  # layer -> stages whose `call` has run
+        self.call_waiting: dict[str, set[str]] = {}  # ... whose call waits on its guard
         self.stack: list[str] = []  # digressions on the active path, outermost first
         self.terminated_by: str | None = None
         self.ended = False
@@ -100,6 +102,8 @@ class FlowRuntime:
         self.timing: Timing | None = None
         self.asking: tuple[str, str] | None = None  # (layer, stage) with the pending question
         self.partial: dict[str, str] = {}  # slot -> digits heard so far
+        self.secrets: set[str] = set()  # every value a redacted slot ever held
+        self.sensitive_turns: set[str] = set()  # caller turns that carried such a value
         self.now: float = 0.0
         self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
         self.transcripts: dict[int, str] = {}  # token -> what the endpoint reported playing
@@ -183,21 +187,20 @@ class FlowRuntime:
 
     # -- redaction (G6) ------------------------------------------------------------
 
-    def sensitive_values(self) -> set[str]:
-        values: set[str] = set()
-        for key in self.flow.redact_keys:
-            for k, v in self.state.items():
-                if v is not None and (k == key or k.endswith(f":{key}")):
-                    values.add(str(v))
-                    values.add(self._spoken(key, v))
-            if key in self.partial:
-                values.add(self.partial[key])
-        return {v for v in values if v}
-
     def redact(self, record: Any) -> Any:
-        """A copy of `record` fit to leave the process: no redacted key or value in it."""
-        secrets = sorted(self.sensitive_values(), key=len, reverse=True)
-        return _redact(record, self.flow.redact_keys, secrets)
+        """A copy of `record` fit to leave the process: no redacted key or value in it.
+
+        Values are hidden wherever they appear (a prompt that reads the code back,
+        a tool's arguments), and the words of a caller turn that carried one.
+        """
+        secrets = sorted(self.secrets, key=len, reverse=True)
+        return _redact(record, self.flow.redact_keys, secrets, self.sensitive_turns)
+
+    def _remember_secret(self, slot: str, value: Any, turn: str) -> None:
+        if slot in self.flow.redact_keys and value is not None:
+            # very short fragments would match unrelated text; their turn is hidden instead
+            self.secrets |= {v for v in (str(value), self._spoken(slot, value)) if len(v) >= 3}
+            self.sensitive_turns.add(turn)
 
     # -- effects from the silence controller -----------------------------------------
 
@@ -262,11 +265,15 @@ class FlowRuntime:
             partial = False
             for slot in stage.collect:
                 spec = self.flow.spec.slots[slot]
+                if spec.type == "text" and event.intent is not None:
+                    continue  # a recognised request ("when are you open?") is not free text
                 value = self._parse(slot, spec, event.text)
                 if value is None:
                     continue
+                self._remember_secret(slot, value, event.turn)
                 if spec.type == "digits":
                     value = self.partial.get(slot, "") + value
+                    self._remember_secret(slot, value, event.turn)
                     if spec.min_length and len(value) < spec.min_length:
                         self.partial[slot] = value
                         partial = True
@@ -300,6 +307,7 @@ class FlowRuntime:
         return text.strip() or None
 
     def _fill(self, slot: str, value: Any, turn: str, correction: bool = False) -> None:
+        self._remember_secret(slot, value, turn)
         self.state[slot] = value
         self.provenance[slot] = turn
         self._effects.append(SlotFilled(slot, value, turn, correction))
@@ -319,6 +327,7 @@ class FlowRuntime:
             value = self._parse(slot, spec, event.text)
             if value is None or value == self.state[slot]:
                 continue
+            self._remember_secret(slot, value, event.turn)
             if spec.type == "digits" and spec.min_length and len(str(value)) < spec.min_length:
                 continue
             self._fill(slot, value, event.turn, correction=True)
@@ -458,6 +467,16 @@ class FlowRuntime:
                 entered.add(sid)
                 self._enter(layer_name, stage)
                 return True
+            if stage.call is not None and sid not in self.called.setdefault(layer_name, set()):
+                if self._call_gate_open(layer_name, stage.call.tool):
+                    self.called[layer_name].add(sid)
+                    self._request_tool(layer_name, stage, stage.call.tool, stage.call.args)
+                    return True
+                if sid not in self.call_waiting.setdefault(layer_name, set()):
+                    # L13: denied now, called once the caller's confirmation arrives
+                    self.call_waiting[layer_name].add(sid)
+                    self._deny(stage.call.tool, "commit_guard_unmet", sid)
+                    return True
             if stage.reopen is not None and stage.reopen.when.holds(self.state, self.tools_ok):
                 self._trace("reopened", sid, stages=list(stage.reopen.stages))
                 for target in stage.reopen.stages:
@@ -477,6 +496,13 @@ class FlowRuntime:
                 return True
         return False
 
+    def _call_gate_open(self, layer: str, tool: str) -> bool:
+        for sid in self.active_stages(layer):
+            commit = self.flow.stage(sid).commit
+            if commit is not None and commit.tool == tool and not commit.guard.holds(self.state, self.tools_ok):
+                return False
+        return True
+
     def _enter(self, layer: str, stage: StageSpec) -> None:
         self._trace("stage_entered", stage.id, stage_id=stage.id, layer=layer)
         if layer == MAIN and stage.repair is not None:
@@ -486,8 +512,6 @@ class FlowRuntime:
             self._ask(layer, stage, interruptible)
         elif stage.say:
             self._announce(layer, stage, self._render(stage.say), interruptible)
-        if stage.call is not None:
-            self._request_tool(layer, stage, stage.call.tool, stage.call.args)
 
     def _ask(self, layer: str, stage: StageSpec, interruptible: bool) -> None:
         timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages(layer)])
@@ -614,6 +638,8 @@ class FlowRuntime:
     def _reset_stage(self, layer: str, stage: str) -> None:
         self.done.setdefault(layer, {}).pop(stage, None)
         self.entered.setdefault(layer, set()).discard(stage)
+        self.called.setdefault(layer, set()).discard(stage)
+        self.call_waiting.setdefault(layer, set()).discard(stage)
         self.state.pop(f"verbatim:{stage}", None)
         self.verbatim_attempts.pop(stage, None)
         for token, (_, sid) in list(self.prompt_stage.items()):
@@ -662,6 +688,8 @@ class FlowRuntime:
         if layer.resume == "restart":
             self.done[beneath] = {}
             self.entered[beneath] = set()
+            self.called[beneath] = set()
+            self.call_waiting[beneath] = set()
             if beneath == MAIN:
                 self.repair.clear()
         else:
@@ -726,7 +754,11 @@ class FlowRuntime:
         return None if missing else key
 
     def _trace(self, kind: str, reason: str, **detail) -> None:
-        stage = detail.pop("stage_id", None)
+        # `stage` in a trace is always the silence ladder's rung; the flow's stage id
+        # goes in the detail, as flow_stage
+        flow_stage = detail.pop("stage_id", None)
+        if flow_stage is not None:
+            detail["flow_stage"] = flow_stage
         turn = detail.pop("turn", None)
         token = detail.pop("token", None)
         ep = self.ladder.episode
@@ -740,26 +772,28 @@ class FlowRuntime:
                 episode=ep.id if ep else None,
                 token=token,
                 turn=turn,
-                stage=stage,
+                stage=self.ladder.current_stage,
                 detail={"layer": self.driving, **detail},
             )
         )
 
 
-def _redact(value: Any, keys: frozenset[str], secrets: list[str]) -> Any:
+def _redact(value: Any, keys: frozenset[str], secrets: list[str], turns: set[str]) -> Any:
     if isinstance(value, dict):
-        return {
-            k: (REDACTED if _sensitive_key(k, keys) and v is not None else _redact(v, keys, secrets))
-            for k, v in value.items()
-        }
+        out = {}
+        for k, v in value.items():
+            if v is not None and (_sensitive_key(k, keys) or (k == "text" and value.get("turn") in turns)):
+                out[k] = REDACTED
+            else:
+                out[k] = _redact(v, keys, secrets, turns)
+        return out
     if isinstance(value, (list, tuple)):
-        return [_redact(v, keys, secrets) for v in value]
+        return [_redact(v, keys, secrets, turns) for v in value]
     if isinstance(value, str):
         for secret in secrets:
-            value = value.replace(secret, REDACTED)
+            # whole values only: "4821" inside "48210" is another number
+            value = re.sub(rf"(?<![0-9]){re.escape(secret)}(?![0-9])", REDACTED, value)
         return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and str(value) in secrets:
-        return REDACTED
     return value
 
 

@@ -1,0 +1,1 @@
+"""The conversation graph: flow files, their compiler and the flow runtime (pure)."""
