@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ladder import CallerUtterance, StartCall, TurnEnded, TurnStarted, event_from_dict
-from ladder.flow.compile import CompiledFlow, FlowCompileError, compile_flow
+from ladder.flow.compile import CompiledFlow
 from ladder.flow.runtime import FlowRuntime
-from ladder.flow.spec import FlowSpec
 from ladder.flow.text import LexicalMatcher
 from ladder.events import SetFact
 
+from .flowfiles import FlowFileError, load_flow
 from .virtual import Playback, ToolPlan, VirtualCall, matches
 
 SCENARIO_SCHEMA = 1
@@ -118,39 +117,6 @@ def _read_json(path: Path, error: type[ValueError]) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-
-
-def library_flow_path(name: str) -> Path | None:
-    folder = resources.files("ladder.flow.library")
-    candidate = folder / f"{name}.json"
-    return Path(str(candidate)) if candidate.is_file() else None
-
-
-def load_flow_data(data: Any, source: str) -> CompiledFlow:
-    try:
-        spec = FlowSpec.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ScenarioError(f"{source}: field {_field_path(err['loc'])}: {err['msg']}") from None
-    try:
-        return compile_flow(spec)
-    except FlowCompileError as exc:
-        first = next(d for d in exc.diagnostics if d.severity == "error")
-        raise ScenarioError(f"{source}: field {first.where()}: {first.message}") from None
-
-
-def load_flow(ref: str | dict, relative_to: Path | None = None) -> CompiledFlow:
-    """A flow by library name, by path, or inline (a scenario may embed its flow)."""
-    if isinstance(ref, dict):
-        return load_flow_data(ref, f"{relative_to or 'scenario'}: flow")
-    path = library_flow_path(ref)
-    if path is None:
-        path = Path(ref)
-        if relative_to is not None and not path.is_absolute():
-            path = relative_to.parent / path
-    if not path.exists():
-        raise ScenarioError(f"{ref}: no flow of that name in the library and no such file")
-    return load_flow_data(_read_json(path, ScenarioError), str(path))
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -357,7 +323,10 @@ def _flat(record: dict) -> dict:
 
 
 def run_scenario(scenario: Scenario, source: Path | None = None, record_to: Path | None = None) -> ScenarioOutcome:
-    flow = load_flow(scenario.flow, source)
+    try:
+        flow = load_flow(scenario.flow, source)
+    except FlowFileError as exc:
+        raise ScenarioError(f"{source or scenario.name}: flow: {exc}") from None
     sim = Simulation(scenario, flow)
     outcome = sim.run()
     if record_to is not None:
@@ -376,7 +345,6 @@ def run_scenario(scenario: Scenario, source: Path | None = None, record_to: Path
 
 __all__ = [
     "Expect",
-    "FlowCompileError",
     "Scenario",
     "ScenarioError",
     "ScenarioOutcome",

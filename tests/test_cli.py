@@ -108,3 +108,66 @@ def test_record_writes_a_journal_whose_inputs_replay_to_the_same_decisions(tmp_p
     again = lull("incidents", "run", "reminder_then_resume", "--record", str(tmp_path))
     assert again.returncode == 2 and "already there" in again.stderr
     assert (tmp_path / "reminder_then_resume" / "journal.jsonl").read_bytes() == before
+
+
+# -- flows and the simulator ----------------------------------------------------------
+
+SCENARIO_DIR = Path(__file__).parent / "scenarios"
+
+
+def test_flow_check_accepts_the_default_flow():
+    result = lull("flow", "check", "reference_code")
+    assert result.returncode == 0, result.stderr
+    assert "ok: 8 stages" in result.stdout
+
+
+def test_flow_check_points_at_the_broken_field(tmp_path):
+    from sessions.flowfiles import library_flow_path
+
+    text = library_flow_path("reference_code").read_text().replace(
+        '"escalate_to": "close_lookup_failed"', '"escalate_to": "close_failed"'
+    )
+    path = tmp_path / "mine.json"
+    path.write_text(text)
+    before = path.read_bytes()
+    result = lull("flow", "check", str(path))
+    assert result.returncode == 1
+    line_no = next(i for i, line in enumerate(text.splitlines(), 1) if '"close_failed"' in line)
+    assert f"{path}:{line_no}:" in result.stderr
+    assert "stages[4].repair.escalate_to: escalate_to names unknown stage 'close_failed'" in result.stderr
+    assert path.read_bytes() == before  # checking never rewrites the designer's file
+
+
+def test_flow_schema_is_json_schema():
+    result = lull("flow", "schema")
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "Lull flow" and "stages" in schema["properties"]
+
+
+def test_simulate_runs_the_scenario_corpus():
+    paths = sorted(str(p) for p in SCENARIO_DIR.glob("*.json"))
+    result = lull("simulate", *paths)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert f"{len(paths)} of {len(paths)} scenarios passed" in result.stdout
+
+
+def test_simulate_exits_one_on_a_failed_expectation(tmp_path):
+    data = json.loads((SCENARIO_DIR / "default_answer_at_once.json").read_text())
+    data["steps"][-1]["expect"]["outcome"] = "closed_incomplete"
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(data))
+    result = lull("simulate", str(path), "--json")
+    assert result.returncode == 1
+    [row] = json.loads(result.stdout)
+    assert row["verdict"] == "FAIL"
+    assert any("expected outcome closed_incomplete, got completed" in f for f in row["failures"])
+
+
+def test_simulate_refuses_a_malformed_scenario_in_one_line(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"schema": 1, "name": "bad", "title": "t", "flow": "reference_code",
+                                "steps": [{"say": "hi", "silence_ms": 5}]}))
+    result = lull("simulate", str(path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "field steps[0]" in lines[0] and "exactly one of" in lines[0]

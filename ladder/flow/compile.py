@@ -165,6 +165,16 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
     safety = _safety_overlay(spec, diags)
     if safety is not None:
         overlays.append(_layer("safety", safety.stages, ("policies",), diags, safety))
+    roots = main.roots()
+    if len(roots) > 1:
+        diags.append(
+            Diagnostic(
+                ("stages",),
+                f"the flow starts at {len(roots)} stages at once ({', '.join(roots)}); "
+                "give all but the first an 'after' or make them a 'next'",
+                "warning",
+            )
+        )
     for layer in (main, *overlays):
         _check_stages(spec, layer, tools, diags)
         _check_reachable(layer, spec.routes, diags)

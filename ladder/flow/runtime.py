@@ -231,8 +231,6 @@ class FlowRuntime:
     # -- caller turns ---------------------------------------------------------------
 
     def _on_utterance(self, event: CallerUtterance) -> None:
-        for key in [k for k in self.state if k.startswith("intent:")]:
-            del self.state[key]  # intent facts describe the last turn only
         intent, value, route, fills = self._interpret(event)
         self._trace(
             "utterance",
@@ -255,6 +253,8 @@ class FlowRuntime:
             self.state[f"intent:{event.intent}"] = True
         self._corrections(event)
         self._boundary(turn=True)
+        for key in [k for k in self.state if k.startswith("intent:")]:
+            del self.state[key]  # an intent is a fact about this turn only
 
     def _interpret(self, event: CallerUtterance) -> tuple[str, str | None, str | None, dict]:
         """Map a recognised turn to the silence controller's vocabulary (and slot values)."""
@@ -666,8 +666,8 @@ class FlowRuntime:
                 continue
             if overlay.trigger.holds(self.state, self.tools_ok):
                 self.stack.append(overlay.name)
-                self.done[overlay.name] = {}
-                self.entered[overlay.name] = set()
+                for sid in overlay.order:
+                    self._reset_stage(overlay.name, sid)
                 self.asking = None
                 self._trace("overlay_entered", overlay.name, layer=overlay.name)
                 return
@@ -686,10 +686,8 @@ class FlowRuntime:
             self._end("terminated", name)
             return
         if layer.resume == "restart":
-            self.done[beneath] = {}
-            self.entered[beneath] = set()
-            self.called[beneath] = set()
-            self.call_waiting[beneath] = set()
+            for sid in self.flow.layer(beneath).order:
+                self._reset_stage(beneath, sid)
             if beneath == MAIN:
                 self.repair.clear()
         else:
