@@ -16,8 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from sessions.flowfiles import (
+    DEFAULT_FLOW,
     FlowFileError,
     check_file,
+    load_flow,
     resolve_flow,
 )
 from sessions.incidents import (
@@ -312,6 +314,61 @@ def simulate(
         out.print(f"{passed} of {len(outcomes)} scenarios passed")
     if any(not o.passed for o in outcomes):
         raise typer.Exit(1)
+
+
+# --- live rehearsal --------------------------------------------------------------
+
+
+@app.command("rehearse")
+def rehearse(
+    flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
+    backend: Annotated[str, typer.Option("--backend", help="text (type the caller's words).")] = "text",
+    headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
+    journal: Annotated[
+        Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every trace record.")] = False,
+) -> None:
+    """Rehearse a flow live. Type caller turns; lines starting with / inject incidents.
+
+    Examples:
+      lull rehearse --headless
+      lull rehearse my_flow.json --headless --journal sessions/take1
+      printf 'give me a moment\n/sleep 3\n4 8 2 1\nyes\n' | lull rehearse --headless
+    """
+    import asyncio
+
+    from .headless import HELP, rehearse_headless
+    from .live import LiveSession
+    from .text_backend import TextBackend
+
+    if backend != "text":
+        fail(f"--backend {backend}: only the text backend is available in this build; use --backend text")
+    if journal is not None and (journal / "journal.jsonl").exists():
+        fail(f"{journal}: a recorded session is already there; choose another --journal folder")
+    try:
+        compiled = load_flow(flow)
+    except FlowFileError as exc:
+        fail(str(exc))
+    if not headless:
+        err.print("the console is not built yet: running headless (the event stream below)")
+    out.print(f"[bold]Lull[/]: rehearsing {compiled.spec.name} on the {backend} backend. Commands:\n{HELP}", highlight=False)
+
+    def line(who: str, text: str) -> None:
+        out.print(f"[bold]{who:>6} >[/] {text}", highlight=False)
+
+    text_backend = TextBackend(on_line=line)
+    session = LiveSession(compiled, text_backend, journal_dir=journal)
+    outcome = asyncio.run(
+        rehearse_headless(
+            session,
+            text_backend.say,
+            write=lambda s: out.print(s, highlight=False),
+            verbose=verbose,
+            speaking=lambda: text_backend.speaking,
+        )
+    )
+    out.print(f"call ended: {outcome or 'stopped'}" + (f"; journal in {journal}" if journal else ""))
 
 
 def main() -> None:

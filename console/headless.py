@@ -1,0 +1,148 @@
+"""`lull rehearse --headless`: a live call with no TUI, printing the event stream.
+
+Lines on standard input are caller turns. When input is piped rather than typed, each
+caller line waits until the agent has finished speaking, as a caller would. Lines
+starting with "/" inject incidents:
+  /sleep 2.5                 wait (for scripted input)
+  /fail input|output|recognizer   /recover input|output|recognizer
+  /hangup                    /quit
+  /tool NAME ok|fail|unknown|slow [MS]   the next calls of a tool
+  /route ID on|off           make a fallback route (un)available
+  /dup                       deliver the last fired timer again (a duplicate callback)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+
+from ladder import (
+    Hangup,
+    SetRouteAvailability,
+    TimerFired,
+    TransportFailed,
+    TransportRecovered,
+)
+
+from .describe import describe, seconds
+from .live import LiveSession
+
+HELP = __doc__.split("\n\n", 1)[1]
+
+
+class Incidents:
+    """Turns incident commands into core events (shared by headless and the console)."""
+
+    def __init__(self, session: LiveSession) -> None:
+        self.session = session
+        self.last_fired: tuple[str, int] | None = None
+        session.listeners.append(self._watch)
+
+    def _watch(self, now: float, kind: str, record: dict) -> None:
+        if record.get("kind") == "timer_fired" and record.get("effect") == "Trace":
+            self.last_fired = (record["timer"], record["generation"])
+
+    def run(self, command: str) -> str | None:
+        """Apply one command; returns an error message for a bad one."""
+        parts = command.split()
+        if not parts:
+            return None
+        name, args = parts[0], parts[1:]
+        feed = self.session.feed
+        paths = ("input", "output", "recognizer")
+        if name in ("fail", "recover"):
+            path = args[0] if args else "input"
+            if path not in paths:
+                return f"/{name}: expected one of {', '.join(paths)}, got {path!r}"
+            feed(TransportFailed(path, "injected") if name == "fail" else TransportRecovered(path))  # type: ignore[arg-type]
+        elif name == "hangup":
+            feed(Hangup("injected"))
+        elif name == "dup":
+            if self.last_fired is None:
+                return "/dup: no timer has fired yet"
+            feed(TimerFired(*self.last_fired))  # type: ignore[arg-type]
+        elif name == "route":
+            if len(args) != 2 or args[1] not in ("on", "off"):
+                return "/route: expected /route ID on|off"
+            feed(SetRouteAvailability(args[0], args[1] == "on"))
+        elif name == "tool":
+            if len(args) < 2 or args[1] not in ("ok", "fail", "unknown", "slow"):
+                return "/tool: expected /tool NAME ok|fail|unknown|slow [MS]"
+            tool, mode = args[0], args[1]
+            spec = self.session.flow.tools.get(tool)
+            if spec is None:
+                return f"/tool: the flow declares no tool {tool!r}"
+            try:
+                ms = float(args[2]) if len(args) > 2 else (8000.0 if mode == "slow" else spec.latency_ms)
+            except ValueError:
+                return f"/tool: {args[2]!r} is not a number of milliseconds"
+            outcome = {"fail": "failed", "slow": "ok"}.get(mode, mode)
+            self.session.tools.overrides[tool] = (ms, outcome)
+        else:
+            return f"unknown command /{name}; commands: /sleep /fail /recover /hangup /tool /route /dup /quit"
+        return None
+
+
+async def rehearse_headless(
+    session: LiveSession,
+    say: Callable[[str], None],
+    *,
+    lines=None,
+    write: Callable[[str], None] = print,
+    verbose: bool = False,
+    speaking: Callable[[], bool] | None = None,
+) -> str | None:
+    """Run the call until it closes (or /quit); returns the session outcome."""
+
+    def show(now: float, kind: str, record: dict) -> None:
+        text = describe(record, verbose)
+        if text is not None:
+            write(f"[{seconds(now):>6}] {text}")
+
+    session.listeners.append(show)
+    incidents = Incidents(session)
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    source = lines if lines is not None else sys.stdin
+    interactive = lines is None and sys.stdin.isatty()
+
+    def reader() -> None:  # blocking reads stay off the loop
+        for line in source:
+            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
+        loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    await session.start()
+    threading.Thread(target=reader, daemon=True).start()
+    closed = asyncio.ensure_future(session.closed.wait())
+    while not session.closed.is_set():
+        getter = asyncio.ensure_future(queue.get())
+        done, _ = await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+        if getter not in done:
+            getter.cancel()
+            break
+        line = getter.result()
+        if line is None:
+            await closed  # input ended: the call goes on until it closes by itself
+            break
+        if line.startswith("/"):
+            command = line[1:].strip()
+            if command == "quit":
+                await session.stop()
+                break
+            if command.startswith("sleep"):
+                try:
+                    await asyncio.sleep(float(command.split()[1]))
+                except (IndexError, ValueError):
+                    write("error: /sleep expects seconds, e.g. /sleep 2.5")
+                continue
+            error = incidents.run(command)
+            if error:
+                write(f"error: {error}")
+        elif line.strip():
+            if speaking is not None and not interactive:
+                while speaking() and not session.closed.is_set():
+                    await asyncio.sleep(0.05)
+            say(line.strip())
+    return session.ended_reason

