@@ -19,6 +19,7 @@ from sessions.flowfiles import (
     DEFAULT_FLOW,
     FlowFileError,
     check_file,
+    library_flow_path,
     load_flow,
     resolve_flow,
 )
@@ -70,15 +71,11 @@ def fail(message: str, code: int = 2) -> None:
 def main_callback(ctx: typer.Context) -> None:
     """Design how a voice agent behaves when the caller goes quiet.
 
-    With no command, Lull runs its incident library on a virtual clock and shows
-    the verdicts (the console opens here once it exists).
+    With no command, Lull opens the console on its default flow (the reference-code
+    task): rehearse it live, edit its prompts, run incidents.
     """
     if ctx.invoked_subcommand is None:
-        out.print(
-            "[bold]Lull[/]: the incident library on a virtual clock. "
-            "See [bold]lull --help[/] for every command.\n"
-        )
-        ctx.invoke(run_incidents, names=None, as_json=False)
+        ctx.invoke(rehearse, flow=DEFAULT_FLOW, backend="text", headless=False, journal=None, verbose=False)
 
 
 def _resolve_incidents(names: list[str] | None) -> list[Incident]:
@@ -329,7 +326,7 @@ def rehearse(
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every trace record.")] = False,
 ) -> None:
-    """Rehearse a flow live. Type caller turns; lines starting with / inject incidents.
+    """Rehearse a flow live in the console (or --headless: type turns, / injects incidents).
 
     Examples:
       lull rehearse --headless
@@ -351,7 +348,14 @@ def rehearse(
     except FlowFileError as exc:
         fail(str(exc))
     if not headless:
-        err.print("the console is not built yet: running headless (the event stream below)")
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            fail("the console needs a terminal; use --headless to print the event stream instead")
+        from .app import LullApp
+
+        notice = "Text backend: type the caller's turns below (microphone rehearsal is not in this build)."
+        path = None if library_flow_path(flow) is not None else resolve_flow(flow)
+        LullApp(compiled, flow_path=path, journal_dir=journal, notice=notice, verbose=verbose).run()
+        return
     out.print(f"[bold]Lull[/]: rehearsing {compiled.spec.name} on the {backend} backend. Commands:\n{HELP}", highlight=False)
 
     def line(who: str, text: str) -> None:

@@ -46,6 +46,9 @@ class TextBackend:
         self._started: set[int] = set()
         self._busy_until = 0.0  # loop time when the queued audio ends
         self._turns = 0
+        # incidents the designer injects at the endpoint (console keys l and y)
+        self.lose_next_completion = False
+        self.delay_next_completion_ms = 0.0
 
     def attach(self, session: LiveSession) -> None:
         self.session = session
@@ -74,7 +77,15 @@ class TextBackend:
             self._handles.pop(token, None)
             self._feed(PlaybackCompleted(token))
 
-        self._handles[token] = [loop.call_at(start, started), loop.call_at(start + duration, completed)]
+        handles = [loop.call_at(start, started)]
+        if self.lose_next_completion:
+            self.lose_next_completion = False  # the report never comes: the core must cope
+            handles.append(loop.call_at(start + duration, lambda: self._handles.pop(token, None)))
+        else:
+            delay = self.delay_next_completion_ms / 1000.0
+            self.delay_next_completion_ms = 0.0
+            handles.append(loop.call_at(start + duration + delay, completed))
+        self._handles[token] = handles
 
     def cancel(self, token: int) -> None:
         handles = self._handles.pop(token, [])

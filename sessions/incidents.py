@@ -72,7 +72,7 @@ class Expect(_Strict):
     state: str | None = None
     stage: str | None = None
     outcome: str | None = None  # session outcome (None: the session is still open)
-    episode_outcomes: tuple[str, ...] | None = None
+    episode_outcomes: tuple[str | None, ...] | None = None  # None: still open
     prompts: tuple[str, ...] | None = None  # the requested prompt sequence
     statuses: dict[str, str] = {}  # prompt ref ("last_reminder", "2") -> final status
     records: tuple[dict, ...] = ()  # patterns that must occur, in this order
@@ -362,3 +362,56 @@ def judge(run: VirtualRun) -> Outcome:
         if hit is not None:
             failures.append(f"prohibited: {rule.what} (at {hit.get('at')} ms: {hit.get('kind') or hit.get('effect')})")
     return Outcome(incident, not failures, failures, run.records, run.inputs, snap, counts)
+
+
+def incident_from_inputs(
+    name: str,
+    title: str,
+    inputs: list[tuple[float, Event]],
+    policy: dict,
+    source: str = "",
+) -> dict:
+    """An incident document from a call's silence-controller inputs (S7).
+
+    Timer callbacks are left out: on the virtual clock the timers fire by themselves,
+    at the same times. Playback reports are kept, so the endpoint is manual. The
+    expectations are what this policy does with these inputs now: run the file later
+    to see whether a change altered them.
+    """
+    schedule = [
+        {"at": round(at, 3), "event": event.to_dict()}
+        for at, event in inputs
+        if event.kind != "timer_fired"
+    ]
+    horizon = max((at for at, _ in inputs), default=0)
+    draft = {
+        "schema": INCIDENT_SCHEMA,
+        "name": name,
+        "title": title,
+        "source": source,
+        "policy": policy,
+        "playback": {"mode": "manual"},
+        "schedule": schedule,
+        "until": horizon,
+        "expect": {},
+        "prohibit": [],
+    }
+    run = VirtualRun(parse_incident(draft, name))
+    run.run()
+    outcome = judge(run)
+    snap = outcome.snapshot
+    draft["expect"] = {
+        "state": snap["state"],
+        "outcome": snap["outcome"],
+        "episode_outcomes": [e.outcome for e in run.controller.episodes],
+        "prompts": [
+            f"{r['kind']}:{r['stage']}" if r["kind"] == "reminder" else r["kind"]
+            for r in outcome.records
+            if r.get("effect") == "RequestPrompt"
+        ],
+    }
+    if not any(r.get("effect") == "Answered" for r in outcome.records):
+        draft["prohibit"].append({"what": "silence fills the field", "match": {"effect": "Answered"}})
+    draft["prohibit"].append({"what": "a prompt starts after it was cancelled", "match": {"kind": "stale_rejected", "event": "playback_started", "reason": "prompt_already_cancelled_before_playback"}})
+    return draft
+

@@ -31,8 +31,10 @@ PROMPTS = [
     "What is your reference code?",
     "Take your time. Would you like more time, or shall I repeat the question?",
     "Sure, take your time.",
-    "I haven't received the reference code, so nothing has been changed. "
-    "You can call back whenever you have it.",
+    (
+        "I haven't received the reference code, so nothing has been changed. "
+        "You can call back whenever you have it."
+    ),
 ]
 
 TIMINGS: dict[str, float] = {}
@@ -99,8 +101,10 @@ def test_synthesize_one_chunk_per_sentence(voice: PiperVoice) -> None:
 
 def test_synthesize_stops_when_cancelled(voice: PiperVoice) -> None:
     got: list[np.ndarray] = []
-    for chunk in voice.synthesize("Hello there. How are you? Fine!", lambda: len(got) >= 1):
-        got.append(chunk)
+    for chunk in voice.synthesize(
+        "Hello there. How are you? Fine!", lambda: len(got) >= 1
+    ):
+        got.append(chunk)  # noqa: PERF402 - cancelled() reads `got` while iterating
     assert len(got) == 1
     assert list(voice.synthesize("Hello there. Fine!", lambda: True)) == []
 
@@ -128,13 +132,17 @@ def test_invalid_voice_files_give_voice_error(tmp_path: Path) -> None:
 # --- whisper -------------------------------------------------------------------------
 
 
-def test_piper_round_trip_through_whisper(voice: PiperVoice, whisper: WhisperRecognizer) -> None:
+def test_piper_round_trip_through_whisper(
+    voice: PiperVoice, whisper: WhisperRecognizer
+) -> None:
     failures = []
     print()
     for prompt in PROMPTS:
         rec = whisper.transcribe(speak_16k(voice, prompt))
         wer = word_error_rate(prompt, rec.text)
-        print(f"  WER {wer:.3f}  decode {rec.decode_s:.2f}s  audio {rec.audio_s:.1f}s  {rec.text!r}")
+        print(
+            f"  WER {wer:.3f}  decode {rec.decode_s:.2f}s  audio {rec.audio_s:.1f}s  {rec.text!r}"
+        )
         assert rec.reason is None
         if wer > 0.1:
             failures.append((prompt, rec.text, wer))
@@ -157,12 +165,21 @@ def test_whisper_empty_input(whisper: WhisperRecognizer, audio: np.ndarray) -> N
 def test_whisper_noise_markers_count_as_empty() -> None:
     from voices.stt import clean_transcript
 
-    for raw in ["[BLANK_AUDIO]", " (music) ", "...", "♪", "*coughs*", "[ Silence ] ..."]:
+    for raw in [
+        "[BLANK_AUDIO]",
+        " (music) ",
+        "...",
+        "♪",
+        "*coughs*",
+        "[ Silence ] ...",
+    ]:
         assert clean_transcript(raw) == "", raw
     assert clean_transcript("(laughs) Yes, it is 4821.") == "Yes, it is 4821."
 
 
-def test_unknown_whisper_model_fails_fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_unknown_whisper_model_fails_fast(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import huggingface_hub.constants
 
     # An empty cache, so that a real size name cannot be found even on a machine that
@@ -202,7 +219,12 @@ def test_load_wav_16k_resamples_and_downmixes(tmp_path: Path) -> None:
 def test_word_error_rate() -> None:
     assert word_error_rate("four eight two one", "4 8 2 1") == 0.0
     assert word_error_rate("four eight two one", "4821") == 0.0
-    assert word_error_rate("Hello, this is the reference desk.", "hello this is the reference desk") == 0.0
+    assert (
+        word_error_rate(
+            "Hello, this is the reference desk.", "hello this is the reference desk"
+        )
+        == 0.0
+    )
     assert word_error_rate("I haven't got it", "i havent got it") == 0.0
     assert word_error_rate("one two three four", "one two four") == pytest.approx(0.25)
     assert word_error_rate("one two", "one two three four") == pytest.approx(1.0)
@@ -214,7 +236,9 @@ def test_word_error_rate() -> None:
 # --- VAD -----------------------------------------------------------------------------
 
 
-def test_vad_stream_matches_faster_whisper_batch(vad: SileroVad, voice: PiperVoice) -> None:
+def test_vad_stream_matches_faster_whisper_batch(
+    vad: SileroVad, voice: PiperVoice
+) -> None:
     from faster_whisper.vad import get_vad_model
 
     speech = speak_16k(voice, "What is your reference code?")
@@ -223,7 +247,10 @@ def test_vad_stream_matches_faster_whisper_batch(vad: SileroVad, voice: PiperVoi
     batch = get_vad_model()(x.copy()).reshape(-1)
     vad.reset()
     stream = np.array(
-        [vad.probability(x[i : i + SileroVad.FRAME]) for i in range(0, x.shape[0], SileroVad.FRAME)]
+        [
+            vad.probability(x[i : i + SileroVad.FRAME])
+            for i in range(0, x.shape[0], SileroVad.FRAME)
+        ]
     )
     # Same graph, state and context: only float rounding of batched vs single rows differs.
     assert np.max(np.abs(batch - stream)) < 0.01
@@ -234,7 +261,9 @@ def test_vad_stream_matches_faster_whisper_batch(vad: SileroVad, voice: PiperVoi
         vad.probability(x[:100])
 
 
-def _events_of(segmenter: SpeechSegmenter, x: np.ndarray, piece: int | None) -> list[SpeechEvent]:
+def _events_of(
+    segmenter: SpeechSegmenter, x: np.ndarray, piece: int | None
+) -> list[SpeechEvent]:
     segmenter.reset()
     if piece is None:
         return segmenter.feed(x, 0.0)
@@ -245,7 +274,10 @@ def _events_of(segmenter: SpeechSegmenter, x: np.ndarray, piece: int | None) -> 
 
 
 def test_segmenter_on_speech(vad: SileroVad, voice: PiperVoice) -> None:
-    speech = speak_16k(voice, "Take your time. Would you like more time, or shall I repeat the question?")
+    speech = speak_16k(
+        voice,
+        "Take your time. Would you like more time, or shall I repeat the question?",
+    )
     loud = np.flatnonzero(np.abs(speech) > 0.02)
     onset_ms = (SR + loud[0]) * 1000.0 / SR
     offset_ms = (SR + loud[-1]) * 1000.0 / SR
@@ -301,7 +333,9 @@ def test_level_dbfs(vad: SileroVad) -> None:
 # --- measurements --------------------------------------------------------------------
 
 
-def test_measurements(voice: PiperVoice, whisper: WhisperRecognizer, vad: SileroVad) -> None:
+def test_measurements(
+    voice: PiperVoice, whisper: WhisperRecognizer, vad: SileroVad
+) -> None:
     """Print the figures the design quotes (no thresholds: machines differ)."""
     t0 = time.perf_counter()
     first = next(iter(voice.synthesize("What is your reference code?")))
@@ -314,12 +348,16 @@ def test_measurements(voice: PiperVoice, whisper: WhisperRecognizer, vad: Silero
     rtf = (time.perf_counter() - t0) / (audio.shape[0] / voice.sample_rate)
 
     three = speak_16k(voice, "Please say your reference code, one digit at a time.")
-    three = np.concatenate([three, np.zeros(max(0, 3 * SR - three.shape[0]), np.float32)])[: 3 * SR]
+    three = np.concatenate(
+        [three, np.zeros(max(0, 3 * SR - three.shape[0]), np.float32)]
+    )[: 3 * SR]
     whisper.transcribe(three)  # warm-up
     decodes = [whisper.transcribe(three).decode_s for _ in range(3)]
 
     frames = low_noise(10.0)
-    frames = frames[: frames.shape[0] // SileroVad.FRAME * SileroVad.FRAME].reshape(-1, SileroVad.FRAME)
+    frames = frames[: frames.shape[0] // SileroVad.FRAME * SileroVad.FRAME].reshape(
+        -1, SileroVad.FRAME
+    )
     vad.reset()
     t0 = time.perf_counter()
     for f in frames:
@@ -328,8 +366,12 @@ def test_measurements(voice: PiperVoice, whisper: WhisperRecognizer, vad: Silero
 
     print()
     print(f"  piper load            {TIMINGS.get('piper_load_s', float('nan')):.2f} s")
-    print(f"  piper first chunk     {first_chunk_s:.3f} s  ('What is your reference code?')")
+    print(
+        f"  piper first chunk     {first_chunk_s:.3f} s  ('What is your reference code?')"
+    )
     print(f"  piper real-time factor {rtf:.3f}")
-    print(f"  whisper load          {TIMINGS.get('whisper_load_s', float('nan')):.2f} s")
+    print(
+        f"  whisper load          {TIMINGS.get('whisper_load_s', float('nan')):.2f} s"
+    )
     print(f"  whisper decode (3 s)  {min(decodes):.2f}-{max(decodes):.2f} s")
     print(f"  Silero VAD            {vad_ms:.3f} ms per 512-sample frame")

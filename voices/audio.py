@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import numpy as np
 
@@ -184,7 +184,7 @@ class StreamResampler:
         self.in_rate, self.out_rate = int(in_rate), int(out_rate)
         self._p, self._q = self.in_rate // g, self.out_rate // g  # position n*p/q in input samples
         ratio = max(self.in_rate / self.out_rate, 1.0)
-        half = int(math.ceil(8 * ratio))
+        half = math.ceil(8 * ratio)
         n = np.arange(-half, half + 1, dtype=np.float64)
         cutoff = 0.45 * min(self.in_rate, self.out_rate) / self.in_rate  # cycles per input sample
         taps = 2 * cutoff * np.sinc(2 * cutoff * n) * np.blackman(len(n))
@@ -220,7 +220,7 @@ class StreamResampler:
         out = self._filtered[local] * (1.0 - frac) + self._filtered[local + 1] * frac
         self._n = last + 1
         keep_from = (self._n * self._p) // self._q  # first input index the next output needs
-        drop = max(0, keep_from - self._base)
+        drop = min(max(0, keep_from - self._base), len(self._filtered))
         self._filtered = self._filtered[drop:]
         self._base += drop
         return out.astype(np.float32)
@@ -292,10 +292,10 @@ def _open_stream(
     Returns (stream, device_rate, channels)."""
     sd = _sd()
     try:
-        info = sd.query_devices(device if device is not None else None, kind=kind)
+        info = sd.query_devices(device, kind=kind)
     except Exception as exc:
         raise AudioUnavailable(f"no audio: no {kind} device ({exc}); {TEXT_BACKEND_HINT}") from None
-    default_rate = int(round(float(info["default_samplerate"])))
+    default_rate = round(float(info["default_samplerate"]))
     rates = [forced_rate] if forced_rate else [samplerate] + ([default_rate] if default_rate != samplerate else [])
     max_ch = int(info["max_input_channels" if kind == "input" else "max_output_channels"])
     channel_options = [1] + ([2] if max_ch >= 2 else [])
@@ -354,6 +354,7 @@ class MicStream:
         self._stopping = False
         self._closed = False
         self._error_reported = False
+        self._callback_error: str | None = None
         self._handoff = _Handoff(loop, "lull-mic-consumer")
         self._stream, self.device_samplerate, self.channels = _open_stream(
             sd.InputStream,
@@ -383,14 +384,20 @@ class MicStream:
         self.last_callback_t = t
         if status and status.input_overflow:
             self.overflows += 1
-        data = indata[:, 0].copy() if self.channels == 1 else indata.mean(axis=1, dtype=np.float32)
-        self._handoff.post(self._consume, data, t)
+        try:
+            data = indata[:, 0].copy() if self.channels == 1 else indata.mean(axis=1, dtype=np.float32)
+            self._handoff.post(self._consume, data, t)
+        except Exception as exc:  # a bug here must end as a reported stream error
+            self._callback_error = f"{type(exc).__name__}: {exc}"
+            raise _sd().CallbackAbort from None
 
-    # PortAudio thread, once, when the stream became inactive
+    # PortAudio thread, once, when the stream became inactive without being asked to:
+    # the audio server or device went away (measured: killing PulseAudio lands here)
     def _finished(self) -> None:
         if self._stopping or self._closed:
             return
-        self._handoff.post(self._report_error, "device_lost")
+        reason = f"stream_error: {self._callback_error}" if self._callback_error else "device_lost"
+        self._handoff.post(self._report_error, reason)
 
     def _report_error(self, reason: str) -> None:
         if self._error_reported:
@@ -443,7 +450,7 @@ class MicStream:
             pass
         self._handoff.close()
 
-    def __enter__(self) -> MicStream:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -457,7 +464,7 @@ class _Prompt:
     """One prompt's audio. Producers append chunks and set `finished`/`flush`; only the
     audio callback reads and advances it (deque append/popleft are atomic in CPython)."""
 
-    __slots__ = ("token", "chunks", "offset", "finished", "flush", "started", "pad_left", "resampler")
+    __slots__ = ("chunks", "finished", "flush", "offset", "pad_left", "resampler", "started", "token")
 
     def __init__(self, token: int, pad_samples: int, resampler: StreamResampler | None) -> None:
         self.token = token
@@ -499,7 +506,7 @@ class Speaker:
         loop: asyncio.AbstractEventLoop | None = None,
         pad_ms: float = 150,
         on_error: Callable[[str], None] | None = None,
-        blocksize: int = 0,
+        blocksize: int | None = None,
         device_samplerate: int | None = None,
         latency: str | float = "low",
         record: bool = True,
@@ -511,6 +518,7 @@ class Speaker:
         self._record = record
         self._prompts: deque[_Prompt] = deque()  # play order; callback pops finished ones
         self._by_token: dict[int, _Prompt] = {}  # producers' view; guarded by _lock
+        self._cancelled: set[int] = set()  # interrupted tokens (tokens are unique per prompt)
         self._lock = threading.Lock()  # producers only, never taken in the callback
         self._blocks: list[np.ndarray] = []
         self._blocks_lock = threading.Lock()
@@ -518,23 +526,26 @@ class Speaker:
         self._closed = False
         self._stopping = False
         self._error_reported = False
+        self._callback_error: str | None = None
         self.callbacks = 0
         self.underflows = 0
         self.last_callback_t: float | None = None
         self._handoff = _Handoff(loop, "lull-speaker-consumer")
+        # 10 ms blocks by default: PortAudio's own choice over pulse is ~2 ms, i.e. 500
+        # callbacks and hand-offs a second for nothing; 10 ms bounds barge-in latency
         self._stream, self.device_samplerate, self.channels = _open_stream(
             sd.OutputStream,
             device,
             "output",
             samplerate,
             device_samplerate,
-            blocksize,
+            blocksize if blocksize is not None else max(1, samplerate // 100),
             latency=latency,
             callback=self._callback,
             finished_callback=self._finished,
         )
         # pad counts device-rate samples: PortAudio drops the last tens of ms at stream stop
-        self._pad_samples = int(round(pad_ms * self.device_samplerate / 1000.0))
+        self._pad_samples = round(pad_ms * self.device_samplerate / 1000.0)
         try:
             self._stream.start()
         except Exception as exc:
@@ -560,11 +571,11 @@ class Speaker:
         queues behind the prompts already queued."""
         data = _as_mono_float32(chunk)
         with self._lock:
+            if token in self._cancelled:
+                return  # interrupted while TTS was still producing: drop the rest quietly
             p = self._prompt(token)
             if p.finished:
                 raise ValueError(f"prompt {token} is already finished")
-            if p.flush:
-                return
             if p.resampler is not None:
                 data = p.resampler.process(data)
             if len(data):
@@ -573,10 +584,12 @@ class Speaker:
     def finish(self, token: int) -> None:
         """No more audio for `token`: after its last sample and the pad it completes."""
         with self._lock:
+            if token in self._cancelled:
+                return
             p = self._prompt(token)
             if p.finished:
                 return
-            if p.resampler is not None and not p.flush:
+            if p.resampler is not None:
                 tail = p.resampler.flush()
                 if len(tail):
                     p.chunks.append(tail)
@@ -594,15 +607,22 @@ class Speaker:
 
     def interrupt(self, token: int) -> bool:
         """Barge-in: drop the token's queued audio at once. The callback reports
-        "interrupted" if it had started; nothing if it had not. Returns whether the token
-        was still queued or playing."""
+        "interrupted" if it had started; nothing if it had not. Audio appended for the
+        token afterwards (TTS still running) is dropped, also for a token cancelled before
+        its first chunk arrived. Returns whether the token was queued or playing."""
         with self._lock:
+            self._cancelled.add(token)  # late or early append()/finish() are ignored
             p = self._by_token.get(token)
             if p is None:
                 return False
             p.flush = True
             p.finished = True
             return True
+
+    @property
+    def output_latency_ms(self) -> float:
+        """PortAudio's output latency: how long after its callback a sample is heard."""
+        return float(self._stream.latency) * 1000.0
 
     @property
     def idle(self) -> bool:
@@ -620,6 +640,13 @@ class Speaker:
         self.last_callback_t = t
         if status and status.output_underflow:
             self.underflows += 1
+        try:
+            self._fill(outdata, frames, t)
+        except Exception as exc:  # a bug here must end as a reported stream error
+            self._callback_error = f"{type(exc).__name__}: {exc}"
+            raise _sd().CallbackAbort from None
+
+    def _fill(self, outdata: np.ndarray, frames: int, t: float) -> None:
         ms_per_sample = 1000.0 / self.device_samplerate
         i = 0
         while i < frames and self._prompts:
@@ -664,7 +691,8 @@ class Speaker:
     def _finished(self) -> None:
         if self._stopping or self._closed:
             return
-        self._handoff.post(self._report_error, "device_lost")
+        reason = f"stream_error: {self._callback_error}" if self._callback_error else "device_lost"
+        self._handoff.post(self._report_error, reason)
 
     # -- consumer side --
 
@@ -683,7 +711,13 @@ class Speaker:
 
     def played_audio(self) -> tuple[np.ndarray, float | None]:
         """Everything written to the device so far (device rate, mono float32) and the
-        monotonic ms of its first sample's callback; contiguous, silence included."""
+        monotonic ms of its first callback; contiguous, silence included.
+
+        Measured: sample i sits at start + i/rate ms, which is about one output latency
+        after the callback that wrote it (PortAudio pre-fills its buffer at start), i.e.
+        about when it is heard; events are stamped at callback time, earlier by
+        `output_latency_ms`.
+        """
         with self._blocks_lock:
             blocks = list(self._blocks)
             start = self._start_t
@@ -706,7 +740,7 @@ class Speaker:
             pass
         self._handoff.close()
 
-    def __enter__(self) -> Speaker:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -71,7 +71,9 @@ def default_model_path() -> Path:
 class WhisperRecognizer:
     """faster-whisper, int8 on the CPU, decoding one utterance per call."""
 
-    def __init__(self, model: str | Path | None = None, *, cpu_threads: int = 2) -> None:
+    def __init__(
+        self, model: str | Path | None = None, *, cpu_threads: int = 2
+    ) -> None:
         source, self.model_name = self._resolve(model)
         try:
             from faster_whisper import WhisperModel
@@ -157,10 +159,10 @@ def _kaiser_sinc_polyphase(
     Cut-off at 0.95 of the lower Nyquist; each phase is normalised to unit DC gain.
     """
     cutoff = 0.95 / max(up, down)  # fraction of the upsampled Nyquist
-    half = int(math.ceil(zeros / cutoff))
+    half = math.ceil(zeros / cutoff)
     n = np.arange(-half, half + 1, dtype=np.float64)
     h = cutoff * np.sinc(cutoff * n) * np.kaiser(2 * half + 1, beta)
-    taps = int(math.ceil(h.shape[0] / up))
+    taps = math.ceil(h.shape[0] / up)
     h = np.concatenate([h, np.zeros(taps * up - h.shape[0])])
     bank = h.reshape(taps, up).T.copy()  # bank[p, j] = h[p + j*up]
     bank /= bank.sum(axis=1, keepdims=True)
@@ -182,7 +184,7 @@ def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     bank64, half = _kaiser_sinc_polyphase(up, down)
     bank = bank64.astype(np.float32)
     taps = bank.shape[1]
-    n_out = int(math.ceil(x.shape[0] * up / down))
+    n_out = math.ceil(x.shape[0] * up / down)
     pad = taps + 1
     xp = np.concatenate([np.zeros(pad, np.float32), x, np.zeros(pad, np.float32)])
     out = np.empty(n_out, dtype=np.float32)
@@ -206,14 +208,29 @@ def load_wav_16k(path: str | Path) -> np.ndarray:
     try:
         data, rate = soundfile.read(str(p), dtype="float32", always_2d=True)
     except Exception as exc:
-        raise ValueError(f"{p}: cannot read audio ({_one_line(exc)}); expected a WAV/FLAC/OGG file") from exc
-    mono = data.mean(axis=1).astype(np.float32) if data.shape[1] > 1 else data[:, 0].copy()
+        raise ValueError(
+            f"{p}: cannot read audio ({_one_line(exc)}); expected a WAV/FLAC/OGG file"
+        ) from exc
+    mono = (
+        data.mean(axis=1).astype(np.float32) if data.shape[1] > 1 else data[:, 0].copy()
+    )
     return resample(mono, int(rate), SAMPLE_RATE)
 
 
 # --- word error rate -------------------------------------------------------------------
 
-_DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_DIGIT_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+)
 _WORD = re.compile(r"[a-z0-9]+")
 
 

@@ -63,11 +63,17 @@ class PiperVoice:
         try:
             self._voice = _Piper.load(path, config_path=config)
         except KeyError as exc:
-            raise VoiceError(f"{config}: invalid voice config: missing key {exc} ({_EXPECTED})") from exc
+            raise VoiceError(
+                f"{config}: invalid voice config: missing key {exc} ({_EXPECTED})"
+            ) from exc
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            raise VoiceError(f"{config}: invalid voice config: {_one_line(exc)} ({_EXPECTED})") from exc
+            raise VoiceError(
+                f"{config}: invalid voice config: {_one_line(exc)} ({_EXPECTED})"
+            ) from exc
         except Exception as exc:  # onnxruntime raises its own types for a bad model
-            raise VoiceError(f"{path}: cannot load voice model: {_one_line(exc)} ({_EXPECTED})") from exc
+            raise VoiceError(
+                f"{path}: cannot load voice model: {_one_line(exc)} ({_EXPECTED})"
+            ) from exc
 
         self.model_path = path
         self.name = path.name.removesuffix(".onnx")
@@ -103,7 +109,9 @@ class PiperVoice:
     def _speak(self, sentence: str) -> np.ndarray:
         # piper may split a sentence further (espeak's own clause rules); we keep one
         # chunk per *our* sentence so prompt tokens map 1:1 to chunks.
-        parts = [c.audio_float_array for c in self._voice.synthesize(sentence, self._config)]
+        parts = [
+            c.audio_float_array for c in self._voice.synthesize(sentence, self._config)
+        ]
         if not parts:
             return np.zeros(0, dtype=np.float32)
         return np.concatenate(parts).astype(np.float32, copy=False)

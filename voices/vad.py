@@ -41,7 +41,9 @@ class SileroVad:
     def __init__(self, model_path: Path | None = None) -> None:
         import onnxruntime
 
-        self.model_path = Path(model_path) if model_path is not None else default_vad_path()
+        self.model_path = (
+            Path(model_path) if model_path is not None else default_vad_path()
+        )
         if not self.model_path.is_file():
             raise FileNotFoundError(f"Silero VAD model not found: {self.model_path}")
         opts = onnxruntime.SessionOptions()
@@ -65,9 +67,13 @@ class SileroVad:
         """Speech probability of one 512-sample float frame; advances the stream state."""
         x = np.asarray(frame, dtype=np.float32).reshape(-1)
         if x.shape[0] != self.FRAME:
-            raise ValueError(f"SileroVad expects {self.FRAME} samples per frame, got {x.shape[0]}")
+            raise ValueError(
+                f"SileroVad expects {self.FRAME} samples per frame, got {x.shape[0]}"
+            )
         row = np.concatenate([self._context, x])[None, :]
-        out, self._h, self._c = self._session.run(None, {"input": row, "h": self._h, "c": self._c})
+        out, self._h, self._c = self._session.run(
+            None, {"input": row, "h": self._h, "c": self._c}
+        )
         self._context = x[-self.CONTEXT :].copy()
         return float(np.asarray(out).reshape(-1)[0])
 
@@ -155,7 +161,9 @@ class SpeechSegmenter:
         self._pending = np.zeros(0, dtype=np.float32)
         self._state: Literal["idle", "candidate", "speech"] = "idle"
         self._history: deque[np.ndarray] = deque(
-            maxlen=self._pre_roll_frames + math.ceil(self.min_speech_ms / self._frame_ms) + 2
+            maxlen=self._pre_roll_frames
+            + math.ceil(self.min_speech_ms / self._frame_ms)
+            + 2
         )
         self._candidate_frames = 0
         self._candidate_start_ms = 0.0
@@ -238,12 +246,16 @@ class SpeechSegmenter:
         self._speech_start_ms = self._candidate_start_ms
         self._silence_ms = 0.0
         self._frames_since_speech = 0
-        return SpeechEvent("speech_started", now_ms, None, speech_start_ms=self._speech_start_ms)
+        return SpeechEvent(
+            "speech_started", now_ms, None, speech_start_ms=self._speech_start_ms
+        )
 
     def _end(self, now_ms: float) -> SpeechEvent:
         # Trim the hold's silence, keeping a short post-roll after the last speech frame.
         trim = max(self._frames_since_speech - self._post_roll_frames, 0)
-        frames = self._utterance[: len(self._utterance) - trim] if trim else self._utterance
+        frames = (
+            self._utterance[: len(self._utterance) - trim] if trim else self._utterance
+        )
         audio = np.concatenate(frames) if frames else np.zeros(0, dtype=np.float32)
         ev = SpeechEvent(
             "speech_ended",

@@ -105,6 +105,7 @@ class FlowRuntime:
         self.secrets: set[str] = set()  # every value a redacted slot ever held
         self.sensitive_turns: set[str] = set()  # caller turns that carried such a value
         self.now: float = 0.0
+        self.ladder_inputs: list[tuple[float, Event]] = []
         self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
         self.transcripts: dict[int, str] = {}  # token -> what the endpoint reported playing
         self._calls = 0
@@ -119,6 +120,11 @@ class FlowRuntime:
 
     def next_deadline(self) -> float | None:
         return self.ladder.next_deadline()
+
+    def _to_ladder(self, event: Event, now: float) -> list[Effect]:
+        """Every event the silence controller sees, logged (an incident can be made of it)."""
+        self.ladder_inputs.append((now, event))
+        return self.ladder.handle(event, now)
 
     def handle_timer(self, now: float) -> list[Effect]:
         self._effects = []
@@ -147,7 +153,7 @@ class FlowRuntime:
         else:
             if isinstance(event, PlaybackCompleted) and event.transcript is not None:
                 self.transcripts[event.token] = event.transcript
-            self._absorb(self.ladder.handle(event, now))
+            self._absorb(self._to_ladder(event, now))
             self._boundary()
         return self._effects
 
@@ -240,7 +246,7 @@ class FlowRuntime:
             score=event.score,
             ladder_intent=intent,
         )
-        effects = self.ladder.handle(
+        effects = self._to_ladder(
             TurnInterpreted(event.turn, event.seq, intent, value=value, route=route),  # type: ignore[arg-type]
             self.now,
         )
@@ -391,7 +397,7 @@ class FlowRuntime:
         self.calls[call] = ToolCallRecord(call, tool, args, stage, key, compensates=compensates)
         self._effects.append(CallTool(call, tool, args, stage, key))
         self._trace("tool_called", tool, call=call, stage_id=stage)
-        self._absorb(self.ladder.handle(ToolStarted(call, tool), self.now))
+        self._absorb(self._to_ladder(ToolStarted(call, tool), self.now))
 
     def _on_tool_request(self, event: RequestTool) -> None:
         """A tool asked for outside a stage's own call (the designer, a scenario)."""
@@ -406,7 +412,7 @@ class FlowRuntime:
 
     def _on_tool_result(self, event: ToolResult) -> None:
         record = self.calls.get(event.call)
-        self._absorb(self.ladder.handle(ToolFinished(event.call, event.outcome), self.now))
+        self._absorb(self._to_ladder(ToolFinished(event.call, event.outcome), self.now))
         if record is None or record.status != "running":
             return
         record.status = event.outcome
@@ -527,7 +533,7 @@ class FlowRuntime:
         self._say_through_ladder(layer, stage.id, Announce(text, stage.id, interruptible))
 
     def _say_through_ladder(self, layer: str, stage: str, event: Event) -> None:
-        effects = self.ladder.handle(event, self.now)
+        effects = self._to_ladder(event, self.now)
         for effect in effects:
             if isinstance(effect, RequestPrompt) and effect.kind in ("question", "statement"):
                 self.prompt_stage[effect.token] = (layer, stage)
@@ -703,7 +709,7 @@ class FlowRuntime:
         self.ended = True
         self._effects.append(FlowEnded(f"{reason}:{where}"))
         self._trace("flow_ended", reason, at_stage=where)
-        self._absorb(self.ladder.handle(EndSession(), self.now))
+        self._absorb(self._to_ladder(EndSession(), self.now))
 
     def _publish_timing(self) -> None:
         if self.ended:

@@ -1,0 +1,221 @@
+"""Pilot tests of the console on a silent backend and a hand-driven clock."""
+
+import asyncio
+import functools
+import json
+
+from console.app import LullApp
+from console.prompts import prompt_items
+from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
+from ladder import PlaybackCompleted, PlaybackStarted
+from sessions.journal import read_journal
+
+SIZE = (140, 48)
+
+
+def run_async(test):
+    """Run an async test on a fresh loop (no plugin needed)."""
+
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        asyncio.run(test(*args, **kwargs))
+
+    return wrapper
+
+
+def make_app(tmp_path=None, journal=False, flow_path=None):
+    data = quick_flow_data()
+    if flow_path is not None:
+        flow_path.write_text(json.dumps(data, indent=2))
+    clock = Clock()
+    backend = SilentBackend()
+    app = LullApp(
+        compile_data(data),
+        flow_path=flow_path,
+        flow_document=data,
+        backend=backend,
+        clock=clock,
+        journal_dir=(tmp_path / "take") if journal else None,
+        incident_dir=(tmp_path / "incidents") if tmp_path else None,
+        notice="Text backend: type the caller's turns below.",
+    )
+    return app, backend, clock
+
+
+def play_out(app, backend, clock, seconds=0.5):
+    """The endpoint plays every prompt that is still waiting, one after another."""
+    done = getattr(backend, "done", set())
+    backend.done = done
+    for prompt in list(backend.spoken):
+        if prompt.token in done or prompt.token in backend.cancelled:
+            continue
+        done.add(prompt.token)
+        app.session.feed(PlaybackStarted(prompt.token))
+        clock.advance(seconds)
+        app.session.feed(PlaybackCompleted(prompt.token))
+
+
+def wait(app, clock, seconds):
+    clock.advance(seconds)
+    app.session._on_timer()
+
+
+async def to_question(app, backend, clock, pilot):
+    await pilot.pause()
+    for _ in range(3):  # greeting, disclosure, question
+        play_out(app, backend, clock)
+    await pilot.pause()
+
+
+@run_async
+async def test_a_wait_request_shows_the_hold(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        await pilot.click("#caller")
+        await pilot.press(*"give me a moment", "enter")
+        play_out(app, backend, clock)
+        await pilot.pause()
+        ladder = str(app.screen.query_one("#ladder").render())
+        assert "state held" in ladder and "HOLD" in ladder
+        timers = str(app.screen.query_one("#timers").render())
+        assert "hold" in timers and "observed" in timers
+        assert [p.kind for p in backend.spoken].count("acknowledgement") == 1
+
+
+@run_async
+async def test_injected_failure_and_recovery_change_the_panels(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        await pilot.press("f4")
+        await pilot.pause()
+        assert "RECOVERY" in str(app.screen.query_one("#ladder").render())
+        assert "recovery" in str(app.screen.query_one("#timers").render())
+        await pilot.press("f5")
+        await pilot.pause()
+        assert backend.spoken[-1].kind == "restate"
+        assert "RECOVERY" not in str(app.screen.query_one("#ladder").render())
+
+
+@run_async
+async def test_a_duplicate_timer_shows_as_rejected_with_its_reason(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        wait(app, clock, 0.45)  # the quiet wait expires: the gentle check is requested
+        await pilot.pause()
+        assert backend.spoken[-1].kind == "reminder"
+        await pilot.press("f6")
+        await pilot.pause()
+        timers = str(app.screen.query_one("#timers").render())
+        assert "✗ timer_fired" in timers and "duplicate_delivery" in timers
+        assert [p.kind for p in backend.spoken].count("reminder") == 1
+
+
+@run_async
+async def test_an_applied_edit_changes_the_next_spoken_prompt(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        await pilot.press("f2")
+        await pilot.pause()
+        editor = app.screen
+        item = next(i for i in editor.items if i.key == "ladder:gentle_check")
+        editor.select(item)
+        editor.query_one("#prompt-text").text = "No rush. Do you need a little longer?"
+        await pilot.pause()
+        await pilot.press("f5")  # apply to the running call
+        await pilot.press("f1")
+        wait(app, clock, 0.45)
+        await pilot.pause()
+        assert backend.spoken[-1].kind == "reminder"
+        assert backend.spoken[-1].text == "No rush. Do you need a little longer?"
+
+
+@run_async
+async def test_save_writes_a_valid_flow_and_an_invalid_edit_leaves_the_file_alone(tmp_path):
+    path = tmp_path / "mine.json"
+    app, backend, clock = make_app(tmp_path, flow_path=path)
+    original = path.read_text()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await pilot.pause()
+        editor = app.screen
+        editor.select(next(i for i in editor.items if i.key == "ladder:alternative_route"))
+        editor.query_one("#prompt-text").text = "I can transfer you to a person now."  # not available
+        await pilot.pause()
+        assert "promises 'transfer to a person'" in str(editor.query_one("#prompt-lint").render())
+        await pilot.press("f6")
+        await pilot.pause()
+        assert path.read_text() == original  # refused: the route is unavailable
+        editor.query_one("#prompt-text").text = "We can skip the code for now."
+        editor.select(next(i for i in editor.items if i.key == "stage:greet"))
+        editor.query_one("#prompt-text").text = "Good morning, reference desk."
+        await pilot.pause()
+        await pilot.press("f6")
+        await pilot.pause()
+    saved = json.loads(path.read_text())
+    assert saved["stages"][0]["say"] == "Good morning, reference desk."
+    assert saved["ladder"]["stages"][2]["prompt"] == "We can skip the code for now."
+    # everything else is as it was
+    original_data = json.loads(original)
+    original_data["stages"][0]["say"] = saved["stages"][0]["say"]
+    original_data["ladder"]["stages"][2]["prompt"] = saved["ladder"]["stages"][2]["prompt"]
+    assert saved == original_data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]  # no temp file left
+
+
+def test_every_prompt_of_the_flow_is_editable():
+    flow = compile_data(quick_flow_data())
+    keys = {item.key for item in prompt_items(flow)}
+    assert {"stage:ask_code", "ladder:gentle_check", "ladder:acknowledgement", "ladder:safe_close"} <= keys
+
+
+@run_async
+async def test_quitting_closes_the_journal(tmp_path):
+    app, backend, clock = make_app(tmp_path, journal=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.session.closed.is_set()
+    journal = read_journal(tmp_path / "take")
+    assert journal.skipped == [] and journal.records
+    assert app.session._journal is None  # closed, flushed
+
+
+@run_async
+async def test_the_incidents_screen_steps_and_judges(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        await pilot.pause()
+        screen = app.screen
+        steps_before = len(screen.run.records)
+        await pilot.press("space")
+        await pilot.pause()
+        assert len(screen.run.records) > steps_before
+        assert "space steps" in str(screen.query_one("#incident-verdict").render())
+        await pilot.press("f4")
+        await pilot.pause()
+        assert "PASS" in str(screen.query_one("#incident-verdict").render())
+
+
+@run_async
+async def test_the_live_call_saves_as_an_incident_that_passes(tmp_path):
+    from sessions.incidents import load_incident, run_incident
+
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        wait(app, clock, 0.45)
+        play_out(app, backend, clock)
+        await pilot.press("f3")
+        await pilot.pause()
+        await pilot.press("f9")
+        await pilot.pause()
+    [path] = (tmp_path / "incidents").glob("*.json")
+    outcome = run_incident(load_incident(path))
+    assert outcome.passed, outcome.failures
+    assert "reminder:gentle_check" in json.loads(path.read_text())["expect"]["prompts"]

@@ -1,0 +1,279 @@
+"""EmbeddingMatcher against the reference_code flow's intents, with the real wordllama.
+
+Run with -s to see the confusion tables, accuracies and timings.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import wordllama
+
+from ladder.flow.text import LexicalMatcher, words
+from voices import interpret
+from voices.interpret import (
+    DEFAULT_EMBEDDING_THRESHOLD,
+    EmbeddingMatcher,
+    InterpreterError,
+    load_model,
+    make_matcher,
+    normalise,
+)
+
+FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
+INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
+LEXICAL_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
+
+# Phrasings a caller might use, none of them an example in the flow. Written before
+# measuring and kept as written, misses included; one swap: "uh-huh" turned out to be
+# the example "uh huh" once punctuation goes, and was replaced by "I see" (a miss).
+HELD_OUT: dict[str, tuple[str, ...]] = {
+    "wait_request": (
+        "hold on a sec", "can you give me a minute", "one moment please, I'm looking",
+        "wait while I grab it", "just a second", "bear with me", "hang on a moment",
+        "give me a sec to find it",
+    ),
+    "ready": (
+        "okay I've got it", "right, I'm back", "found it", "got it here now",
+        "alright I'm ready now", "I've found the letter", "okay, I have the code in front of me",
+    ),
+    "repeat_request": (
+        "pardon?", "sorry, what did you ask?", "could you say it again", "repeat the question please",
+        "I didn't catch that", "come again?", "what did you say",
+    ),
+    "route:transfer": (
+        "I want to talk to a real person", "put me through to someone", "can I speak to an operator",
+        "let me talk to a human being", "connect me with a representative", "I'd like to speak to somebody",
+    ),
+    "route:continue_without_code": (
+        "I don't have the code", "let's skip that", "carry on without it",
+        "I can't find the code, let's go on", "just continue without the reference", "I haven't got it",
+    ),
+    "backchannel": ("mhm", "I see", "yeah yeah", "right right", "ok"),
+}
+
+UNRELATED = (
+    "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
+    "I like pizza with pineapple", "the train was late this morning", "turn on the lights",
+    "how much does the premium plan cost", "my daughter starts school next week",
+    "is the shop open on Sundays", "the football was terrible last night", "I need to change my address",
+    "can you recommend a good restaurant", "the kettle is broken again", "what time is it in Tokyo",
+    "my password doesn't work",
+)
+
+# Off-topic turns a caller might plausibly say mid-call; harder, since they share words
+# with the examples. Some are accepted (see DEFAULT_EMBEDDING_THRESHOLD's notes).
+CALL_LIKE_OFF_TOPIC = (
+    "I'm calling about my bill", "why was I charged twice", "my order hasn't arrived",
+    "the app keeps crashing", "I want to cancel my subscription", "what are your opening hours",
+    "is this the right number", "I moved house last month", "the delivery driver was rude",
+    "can I pay by card", "my account is locked", "do you have parking",
+    "I think there's a mistake on my invoice", "my neighbour is very noisy", "it's raining here",
+    "I'm driving at the moment", "the kids are shouting", "we went to the beach yesterday",
+    "my phone battery is low", "can you hear the music", "who am I speaking to", "where are you based",
+    "is this a recorded line", "how long will this take", "I bought a new car",
+    "the internet is slow today", "I'm not sure what you mean by that", "my name is Sarah",
+    "I live in Manchester", "can you send me an email", "the price went up again",
+    "I've been a customer for ten years", "this is the third time I've called",
+    "that's not what I asked", "my husband usually handles this", "it was fine last week",
+    "I need a receipt", "the weather is lovely", "I'm having a bad day", "my cat knocked over the plant",
+)
+
+Matcher = EmbeddingMatcher | LexicalMatcher
+
+
+@pytest.fixture(scope="module")
+def embedding() -> EmbeddingMatcher:
+    return EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD)
+
+
+@pytest.fixture(scope="module")
+def lexical() -> LexicalMatcher:
+    return LexicalMatcher(INTENTS, LEXICAL_THRESHOLD)
+
+
+@pytest.fixture(scope="module")
+def embedding_table(embedding: EmbeddingMatcher) -> dict[str, Counter[str]]:
+    table = confusion(embedding)
+    show(f"embedding matcher, threshold {embedding.threshold}, margin {embedding.margin}", table)
+    return table
+
+
+def confusion(matcher: Matcher, *, ranked: bool = False) -> dict[str, Counter[str]]:
+    """Per expected intent, a count of what came back: match() (None -> "unclear"), or
+    with ranked=True the top-scoring intent regardless of threshold and margin."""
+    out: dict[str, Counter[str]] = {}
+    for intent, phrases in HELD_OUT.items():
+        got: Counter[str] = Counter()
+        for phrase in phrases:
+            if ranked:
+                scores = matcher.scores(phrase)
+                got[max(scores, key=scores.__getitem__)] += 1
+            else:
+                got[matcher.match(phrase)[0] or "unclear"] += 1
+        out[intent] = got
+    return out
+
+
+def accuracy(table: dict[str, Counter[str]]) -> dict[str, float]:
+    return {intent: got[intent] / sum(got.values()) for intent, got in table.items()}
+
+
+def overall(table: dict[str, Counter[str]]) -> float:
+    return sum(got[i] for i, got in table.items()) / sum(sum(got.values()) for got in table.values())
+
+
+def show(title: str, table: dict[str, Counter[str]]) -> None:
+    print(f"\n{title}: overall {overall(table):.0%}")
+    for intent, got in table.items():
+        print(f"  {intent:28s} {got[intent]}/{sum(got.values())}  {dict(got)}")
+
+
+def test_held_out_phrasings_are_not_examples() -> None:
+    def said(text: str) -> str:
+        return " ".join(words(text))
+
+    examples = {said(p) for phrases in INTENTS.values() for p in phrases}
+    assert set(HELD_OUT) <= set(INTENTS)
+    assert not [p for phrases in HELD_OUT.values() for p in phrases if said(p) in examples]
+    # One does reduce to an example once a leading discourse marker is dropped, which
+    # is what that rule is for: "right, I'm back" -> "i'm back".
+    reduced = {normalise(p) for phrases in INTENTS.values() for p in phrases}
+    assert [p for phrases in HELD_OUT.values() for p in phrases if normalise(p) in reduced] == ["right, I'm back"]
+
+
+# Below 80% at the default threshold, for want of examples more than discrimination
+# (the right intent mostly still ranks first, see the next test): the model relates
+# neither "pardon?" (0.10) nor "I didn't catch that" to the flow's repeat examples, nor
+# "connect me with a representative" (0.31) and "put me through to someone" to the
+# transfer ones, nor "mhm" (0.28) and "I see" to the backchannel ones. Each comes back
+# unclear (a reprompt), not as another intent. The fix is more examples in the flow;
+# strict xfail flags when that happens.
+_SHORT_OF_EXAMPLES = {"repeat_request", "route:transfer", "backchannel"}
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="flow lacks examples for these phrasings"))
+        if i in _SHORT_OF_EXAMPLES
+        else i
+        for i in HELD_OUT
+    ],
+)
+def test_embedding_accuracy_per_intent(embedding_table: dict[str, Counter[str]], intent: str) -> None:
+    assert accuracy(embedding_table)[intent] >= 0.8
+
+
+def test_embedding_ranks_the_right_intent_first(embedding: EmbeddingMatcher) -> None:
+    table = confusion(embedding, ranked=True)
+    show("embedding matcher, top-ranked intent (no threshold, no margin)", table)
+    assert all(acc >= 0.8 for acc in accuracy(table).values()), accuracy(table)
+
+
+def test_embedding_at_least_as_accurate_as_lexical(
+    embedding_table: dict[str, Counter[str]], lexical: LexicalMatcher
+) -> None:
+    emb, lex = embedding_table, confusion(lexical)
+    show(f"lexical matcher, threshold {LEXICAL_THRESHOLD}", lex)
+    print(f"\noverall: embedding {overall(emb):.0%}, lexical {overall(lex):.0%}")
+    for intent in HELD_OUT:
+        print(f"  {intent:28s} embedding {accuracy(emb)[intent]:.0%}  lexical {accuracy(lex)[intent]:.0%}")
+    assert overall(emb) >= overall(lex)
+
+
+@pytest.mark.parametrize("text", UNRELATED)
+def test_unrelated_is_unclear(embedding: EmbeddingMatcher, text: str) -> None:
+    assert embedding.match(text)[0] is None
+
+
+def test_call_like_off_topic_is_mostly_unclear(embedding: EmbeddingMatcher, lexical: LexicalMatcher) -> None:
+    accepted = {t: embedding.match(t) for t in CALL_LIKE_OFF_TOPIC if embedding.match(t)[0] is not None}
+    lexical_accepted = [t for t in CALL_LIKE_OFF_TOPIC if lexical.match(t)[0] is not None]
+    unrelated = [(t, lexical.match(t)) for t in UNRELATED if lexical.match(t)[0] is not None]
+    print(f"\nclearly unrelated accepted: embedding 0/{len(UNRELATED)}, lexical {len(unrelated)}/{len(UNRELATED)} {unrelated}")
+    print(f"call-like off-topic accepted: embedding {len(accepted)}/{len(CALL_LIKE_OFF_TOPIC)}, "
+          f"lexical {len(lexical_accepted)}/{len(CALL_LIKE_OFF_TOPIC)}")
+    for text, (intent, score) in accepted.items():
+        print(f"  {text!r} -> {intent} {score}")
+    assert len(accepted) <= 0.1 * len(CALL_LIKE_OFF_TOPIC)
+
+
+def test_near_tie_is_unclear(embedding: EmbeddingMatcher) -> None:
+    # "I found the code": ready 0.500 vs continue_without_code 0.499 (the shared word
+    # "code"). Without the margin rule it would be a coin flip between them.
+    text = "I found the code"
+    no_margin = EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD, model=embedding.model, margin=0.0)
+    assert no_margin.match(text)[0] is not None
+    assert embedding.match(text)[0] is None
+
+
+@pytest.mark.xfail(strict=True, reason="averaged word embeddings: 'the code' pulls to 'carry on without the code'")
+def test_known_limit_having_the_code_is_ready(embedding: EmbeddingMatcher) -> None:
+    # Measured: continue_without_code 0.528, runner-up 0.10. Confidently wrong, so the
+    # flow needs ready examples that mention the code (or the route needs confirming).
+    assert embedding.match("I've got the code")[0] == "ready"
+
+
+def test_empty_turn_is_unclear(embedding: EmbeddingMatcher) -> None:
+    assert embedding.match("")[0] is None
+    assert embedding.match(" ... ")[0] is None
+    assert set(embedding.scores("")) == set(INTENTS)
+
+
+def test_model_loads_once() -> None:
+    interpret._cached_model.cache_clear()
+    start = time.perf_counter()
+    model = load_model()
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    first = EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD)
+    first_s = time.perf_counter() - start
+    start = time.perf_counter()
+    second = EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD)
+    second_s = time.perf_counter() - start
+    print(f"\nmodel load {load_s * 1000:.0f} ms; matcher construction with the model cached: "
+          f"{first_s * 1000:.1f} ms, {second_s * 1000:.1f} ms")
+    assert first.model is model and second.model is model
+    assert second_s < load_s
+
+
+def test_match_speed(embedding: EmbeddingMatcher) -> None:
+    texts = [p for phrases in HELD_OUT.values() for p in phrases]
+    start = time.perf_counter()
+    for _ in range(5):
+        for text in texts:
+            embedding.match(text)
+    per_match_ms = (time.perf_counter() - start) * 1000 / (5 * len(texts))
+    print(f"\n{per_match_ms:.3f} ms per match ({len(INTENTS)} intents, "
+          f"{sum(map(len, INTENTS.values()))} examples)")
+    assert per_match_ms < 20
+
+
+def test_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Point the weights folder at an empty directory: wordllama refuses to download.
+    monkeypatch.setattr(wordllama, "__file__", str(tmp_path / "__init__.py"))
+    interpret._cached_model.cache_clear()
+    try:
+        with pytest.raises(InterpreterError, match="cannot load the wordllama model offline") as caught:
+            EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD)
+        assert "\n" not in str(caught.value)
+    finally:
+        monkeypatch.undo()
+        interpret._cached_model.cache_clear()
+    assert load_model() is not None  # a failure is not cached
+
+
+def test_make_matcher() -> None:
+    emb = make_matcher(INTENTS, None)
+    assert isinstance(emb, EmbeddingMatcher) and emb.threshold == DEFAULT_EMBEDDING_THRESHOLD
+    lex = make_matcher(INTENTS, None, "lexical")
+    assert isinstance(lex, LexicalMatcher) and lex.threshold == LEXICAL_THRESHOLD
+    assert make_matcher(INTENTS, 0.5).threshold == 0.5
+    assert make_matcher(INTENTS, None).match("just a second")[0] == "wait_request"
+    with pytest.raises(ValueError):
+        make_matcher(INTENTS, None, "cloud")  # type: ignore[arg-type]
