@@ -294,7 +294,8 @@ def _open_stream(
     try:
         info = sd.query_devices(device, kind=kind)
     except Exception as exc:
-        raise AudioUnavailable(f"no audio: no {kind} device ({exc}); {TEXT_BACKEND_HINT}") from None
+        what = f"there is no default {kind} device" if device is None else f"{kind} device {device}: {exc}"
+        raise AudioUnavailable(f"no audio: {what}; {TEXT_BACKEND_HINT}") from None
     default_rate = round(float(info["default_samplerate"]))
     rates = [forced_rate] if forced_rate else [samplerate] + ([default_rate] if default_rate != samplerate else [])
     max_ch = int(info["max_input_channels" if kind == "input" else "max_output_channels"])
@@ -356,17 +357,21 @@ class MicStream:
         self._error_reported = False
         self._callback_error: str | None = None
         self._handoff = _Handoff(loop, "lull-mic-consumer")
-        self._stream, self.device_samplerate, self.channels = _open_stream(
-            sd.InputStream,
-            device,
-            "input",
-            samplerate,
-            device_samplerate,
-            blocksize,
-            latency=latency,
-            callback=self._callback,
-            finished_callback=self._finished,
-        )
+        try:
+            self._stream, self.device_samplerate, self.channels = _open_stream(
+                sd.InputStream,
+                device,
+                "input",
+                samplerate,
+                device_samplerate,
+                blocksize,
+                latency=latency,
+                callback=self._callback,
+                finished_callback=self._finished,
+            )
+        except BaseException:
+            self._handoff.close()  # no consumer thread left behind
+            raise
         # consumer-side state: resampler and the re-chunking buffer
         self._resampler = (
             StreamResampler(self.device_samplerate, samplerate) if self.device_samplerate != samplerate else None
@@ -533,22 +538,28 @@ class Speaker:
         self._handoff = _Handoff(loop, "lull-speaker-consumer")
         # 10 ms blocks by default: PortAudio's own choice over pulse is ~2 ms, i.e. 500
         # callbacks and hand-offs a second for nothing; 10 ms bounds barge-in latency
-        self._stream, self.device_samplerate, self.channels = _open_stream(
-            sd.OutputStream,
-            device,
-            "output",
-            samplerate,
-            device_samplerate,
-            blocksize if blocksize is not None else max(1, samplerate // 100),
-            latency=latency,
-            callback=self._callback,
-            finished_callback=self._finished,
-        )
+        try:
+            self._stream, self.device_samplerate, self.channels = _open_stream(
+                sd.OutputStream,
+                device,
+                "output",
+                samplerate,
+                device_samplerate,
+                blocksize if blocksize is not None else max(1, samplerate // 100),
+                latency=latency,
+                callback=self._callback,
+                finished_callback=self._finished,
+            )
+        except BaseException:
+            self._handoff.close()
+            raise
         # pad counts device-rate samples: PortAudio drops the last tens of ms at stream stop
         self._pad_samples = round(pad_ms * self.device_samplerate / 1000.0)
         try:
             self._stream.start()
         except Exception as exc:
+            self._stream.close()
+            self._handoff.close()
             raise AudioUnavailable(f"no audio: the speaker stream did not start ({exc}); {TEXT_BACKEND_HINT}") from None
 
     # -- producers (any thread) --
