@@ -84,12 +84,22 @@ class LiveSession:
         self._journal_dir = journal_dir
         self._header = header or {}
         self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
         backend.attach(self)
 
     # -- time ---------------------------------------------------------------------------
 
     def now_ms(self) -> float:
         return round((self.clock() - self._t0) * 1000.0, 3)
+
+    def from_monotonic_ms(self, monotonic_ms: float) -> float:
+        """A device timestamp (time.monotonic in ms) on the session clock."""
+        return round(monotonic_ms - self._t0 * 1000.0, 3)
+
+    def note(self, kind: str, data: dict) -> None:
+        """Journal an observation (turn latency, media figures): not an input, not a
+        decision of the core, so replay leaves it out."""
+        self._record(self.now_ms(), "decision", {"effect": "Observation", "kind": kind, **data})
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -112,11 +122,18 @@ class LiveSession:
         await self.closed.wait()
 
     async def stop(self) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
         if self._timer is not None:
             self._timer.cancel()
         for task in list(self._tasks):
-            task.cancel()
+            if task is not asyncio.current_task():
+                task.cancel()
         await self.backend.close()
+        write_recordings = getattr(self.backend, "write_recordings", None)
+        if write_recordings is not None and self._journal_dir is not None:
+            write_recordings(self._journal_dir)  # mic.wav and out.wav beside the journal
         if self._journal is not None:
             self._journal.close()
             self._journal = None

@@ -110,12 +110,8 @@ class TextBackend:
     def say(self, text: str) -> None:
         """One typed caller turn: speech starts, ends, and is interpreted."""
         self._turns += 1
-        turn, seq = f"typed-{self._turns}", self._turns
-        intent, score = self.matcher.match(text) if text.strip() else (None, 0.0)
         self.on_line("caller", text)
-        self._feed(TurnStarted(turn, seq))
-        self._feed(TurnEnded(turn, seq))
-        self._feed(CallerUtterance(turn, seq, text, intent, score))
+        typed_turn(self._feed, self.matcher, text, self._turns)
 
     def _feed(self, event) -> None:
         assert self.session is not None
@@ -126,3 +122,12 @@ class TextBackend:
             for handle in handles:
                 handle.cancel()
         self._handles.clear()
+
+
+def typed_turn(feed, matcher, text: str, seq: int, prefix: str = "typed") -> None:
+    """A whole caller turn from typed words (every backend accepts typed turns)."""
+    turn = f"{prefix}-{seq}"
+    intent, score = matcher.match(text) if text.strip() else (None, 0.0)
+    feed(TurnStarted(turn, seq))
+    feed(TurnEnded(turn, seq))
+    feed(CallerUtterance(turn, seq, text, intent, score))
