@@ -85,6 +85,7 @@ class LiveSession:
         self._header = header or {}
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
+        self.timer_lateness: list[float] = []  # ms each core timer fired after its due time
         backend.attach(self)
 
     # -- time ---------------------------------------------------------------------------
@@ -163,6 +164,7 @@ class LiveSession:
             if not due:
                 break
             timer = min(due, key=lambda t: (t.due, t.generation))
+            self.timer_lateness.append(now - timer.due)
             self.feed(TimerFired(timer.kind, timer.generation))  # type: ignore[arg-type]
         self._arm()
 

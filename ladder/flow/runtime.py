@@ -251,13 +251,16 @@ class FlowRuntime:
             self.now,
         )
         self._absorb(effects)
-        if any(isinstance(e, Answered) for e in effects):
+        answered = any(isinstance(e, Answered) for e in effects)
+        if answered:
             for slot, slot_value in fills.items():
                 self._fill(slot, slot_value, event.turn)
         elif event.intent:
             # what the caller asked for, as a fact for overlay triggers (this turn only)
             self.state[f"intent:{event.intent}"] = True
-        self._corrections(event)
+        if not answered and intent != "partial_answer":
+            # words that answered the pending question are not also a correction
+            self._corrections(event)
         self._boundary(turn=True)
         for key in [k for k in self.state if k.startswith("intent:")]:
             del self.state[key]  # an intent is a fact about this turn only

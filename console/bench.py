@@ -1,0 +1,161 @@
+"""`lull bench turn`: caller turns through the file backend, timed stage by stage.
+
+The framework's cost is the gap between what a turn takes end to end (end of speech
+detected -> first agent audio out) and what the two models take on their own for the
+same work (whisper on the same utterance, piper's first chunk of the same reply),
+measured in the same run so a noisy, shared machine affects both alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+UTTERANCES = [
+    "four eight two one",
+    "seven seven one two",
+    "one nine three five",
+    "two zero eight six",
+    "five five four one",
+    "three one four one",
+    "nine two six eight",
+    "six zero zero seven",
+]
+QUESTION = "Thanks. What is the next code, please?"
+
+
+def _flow(turns: int):
+    from sessions.flowfiles import check_data
+
+    stages = []
+    for i in range(turns):
+        stage = {"id": f"code{i}", "say": QUESTION if i else "What is the first code?", "collect": [f"code{i}"],
+                 "timing": {"end_of_speech_ms": 500}}
+        if i:
+            stage["after"] = [f"code{i - 1}"]
+        stages.append(stage)
+    stages.append({"id": "done", "after": [f"code{turns - 1}"], "say": "Thank you, goodbye.", "terminal": True})
+    data = {
+        "name": "bench",
+        "stages": stages,
+        "slots": {f"code{i}": {"type": "digits", "min_length": 4} for i in range(turns)},
+        "ladder": {"episode_ms": 600000},
+    }
+    report = check_data(data, "bench flow")
+    assert report.flow is not None, report.problems
+    return report.flow
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def run_turn_bench(turns: int = 8) -> dict:
+    from voices.stt import resample
+
+    from .live import LiveSession
+    from .voice_backend import FileBackend, VoiceModels
+
+    turns = max(1, min(turns, len(UTTERANCES)))
+    models = VoiceModels.load(deterministic=True, matcher="lexical")
+    voice, recognizer = models.voice, models.recognizer
+    rate = 16000
+
+    # the caller: each utterance spoken when the agent's question has finished
+    clips = [resample(voice.synthesize_all(u), voice.sample_rate, rate) for u in UTTERANCES[:turns]]
+    question_s = len(voice.synthesize_all(QUESTION)) / voice.sample_rate
+    first_s = len(voice.synthesize_all("What is the first code?")) / voice.sample_rate
+    gap_s = 1.0  # the caller answers a second after the question ends
+    t = first_s + 0.4 + gap_s
+    starts = []
+    for clip in clips:
+        starts.append(t)
+        t += len(clip) / rate + 0.5 + 0.6 + question_s + gap_s  # speech, hold, reply, pause
+    audio = (np.random.default_rng(3).standard_normal(int((t + 3) * rate)) * 3e-4).astype(np.float32)
+    for start, clip in zip(starts, clips, strict=True):
+        i = int(start * rate)
+        audio[i : i + len(clip)] += clip
+
+    with tempfile.TemporaryDirectory() as folder:
+        import soundfile
+
+        wav = Path(folder) / "caller.wav"
+        soundfile.write(wav, audio, rate)
+        backend = FileBackend(models, wav)
+        session = LiveSession(_flow(turns), backend)
+        lateness: list[float] = []
+        busy: list[float] = []
+
+        async def probe() -> None:
+            """The loop's own promptness while whisper decodes in its worker."""
+            loop = asyncio.get_running_loop()
+            while not session.closed.is_set():
+                due = loop.time() + 0.02
+                await asyncio.sleep(0.02)
+                late = (loop.time() - due) * 1000.0
+                lateness.append(late)
+                if backend._stt._work_queue.qsize() or any(t.is_alive() for t in backend._stt._threads):
+                    busy.append(late)
+
+        async def run() -> None:
+            await session.start()
+            task = asyncio.ensure_future(probe())
+            await asyncio.wait_for(session.closed.wait(), timeout=t + 30)
+            task.cancel()
+
+        asyncio.run(run())
+        timer_late = session.timer_lateness
+
+    latencies = [lat.as_dict() for lat in backend.latencies]
+    # the same work, each model on its own
+    raw_stt, raw_tts = [], []
+    for clip in clips:
+        padded = np.concatenate([np.zeros(3200, np.float32), clip, np.zeros(3200, np.float32)])
+        started = time.perf_counter()
+        recognizer.transcribe(padded)
+        raw_stt.append((time.perf_counter() - started) * 1000.0)
+        started = time.perf_counter()
+        next(iter(voice.synthesize(QUESTION)))
+        raw_tts.append((time.perf_counter() - started) * 1000.0)
+
+    def stats(key: str) -> dict:
+        values = [lat[key] for lat in latencies if lat.get(key) is not None]
+        return {"median": statistics.median(values) if values else None, "p90": _percentile(values, 0.9), "n": len(values)}
+
+    result = {
+        "turns": turns,
+        "turns_measured": len(latencies),
+        "stages_ms": {
+            key: stats(key)
+            for key in ("eos_to_transcript_ms", "transcript_to_decision_ms", "decision_to_first_audio_ms", "eos_to_first_audio_ms")
+        },
+        "raw_ms": {
+            "whisper_same_utterance": {"median": statistics.median(raw_stt), "p90": _percentile(raw_stt, 0.9)},
+            "piper_first_chunk": {"median": statistics.median(raw_tts), "p90": _percentile(raw_tts, 0.9)},
+        },
+        "loop_lateness_ms": {
+            "all": {"median": statistics.median(lateness) if lateness else None, "p90": _percentile(lateness, 0.9), "max": max(lateness, default=None)},
+            "while_stt_runs": {"median": statistics.median(busy) if busy else None, "p90": _percentile(busy, 0.9), "max": max(busy, default=None), "n": len(busy)},
+        },
+        "core_timer_lateness_ms": {"n": len(timer_late), "max": max(timer_late, default=None), "p90": _percentile(timer_late, 0.9)},
+        "model_load_s": models.load_s,
+    }
+    total = result["stages_ms"]["eos_to_first_audio_ms"]["median"]
+    raw = result["raw_ms"]["whisper_same_utterance"]["median"] + result["raw_ms"]["piper_first_chunk"]["median"]
+    result["overhead_ratio"] = round(total / raw, 3) if total else None
+    result["targets"] = {
+        "eos_to_first_audio_median_le_450ms": total is not None and total <= 450,
+        "overhead_ratio_le_1.15": result["overhead_ratio"] is not None and result["overhead_ratio"] <= 1.15,
+        "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
+    }
+    return result
