@@ -1,0 +1,225 @@
+"""End to end through real audio: the default flow on a private PulseAudio server.
+
+The agent speaks through piper into the virtual speaker; the caller's words are played
+into the virtual microphone; the core hears them through Silero VAD and whisper. The
+assertions read the journal and the speaker's own recording (transcribed), never log
+text. Outside CI these skip when PulseAudio is missing; in CI they must run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+import pytest
+import soundfile
+
+from audio_lab import pulse_lab  # noqa: F401  (the fixture)
+from sessions.flowfiles import check_data, library_flow_path
+from sessions.journal import read_journal
+
+
+@pytest.fixture(scope="module")
+def models():
+    from console.voice_backend import VoiceModels
+
+    return VoiceModels.load(deterministic=True)
+
+
+def default_flow(**ladder):
+    data = json.loads(library_flow_path("reference_code").read_text())
+    data["ladder"] = ladder
+    report = check_data(data, "reference_code")
+    assert report.flow is not None
+    return report.flow
+
+
+def caller_wav(models, tmp_path, name, text):
+    from voices.stt import resample
+
+    audio = models.voice.synthesize_all(text)
+    audio = resample(audio, models.voice.sample_rate, 16000)
+    audio = np.concatenate([np.zeros(1600, np.float32), audio * 0.8, np.zeros(3200, np.float32)])
+    path = tmp_path / f"{name}.wav"
+    soundfile.write(path, audio, 16000)
+    return path
+
+
+class Call:
+    """A headless live call on the lab's devices, driven by the test."""
+
+    def __init__(self, lab, models, flow, folder):
+        from console.live import LiveSession
+        from console.voice_backend import AudioBackend
+        from voices.audio import resolve_device
+
+        self.lab = lab
+        self.backend = AudioBackend(
+            models,
+            input_device=resolve_device("test_mic", "input"),
+            output_device=resolve_device("test_speaker", "output"),
+            record_dir=folder,
+        )
+        self.session = LiveSession(flow, self.backend, journal_dir=folder)
+        self.folder = folder
+
+    def spoken(self, kind):
+        prompts = self.session.runtime.ladder.prompts.values()
+        return [p for p in prompts if p.kind == kind and p.status.value == "completed"]
+
+    async def until(self, predicate, timeout=40.0):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out; ladder state {self.session.runtime.ladder.state.value}")
+            await asyncio.sleep(0.05)
+
+    async def question_asked(self, stage):
+        runtime = self.session.runtime
+        await self.until(
+            lambda: runtime.asking == ("main", stage)
+            and runtime.ladder.state.value == "listening"
+        )
+        await asyncio.sleep(0.3)
+
+    async def say(self, wav):
+        await asyncio.to_thread(self.lab.play_into_mic, wav, True)
+
+
+def transcript_of(path):
+    from voices.stt import WhisperRecognizer, load_wav_16k
+
+    return WhisperRecognizer().transcribe(load_wav_16k(path)).text.lower()
+
+
+def journal_effects(folder, effect):
+    return [r for r in read_journal(folder).decisions() if r.get("effect") == effect]
+
+
+def run(coro):
+    asyncio.run(asyncio.wait_for(coro, timeout=150))
+
+
+def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):  # noqa: F811
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
+    code = caller_wav(models, tmp_path, "code", "four eight two one")
+    yes = caller_wav(models, tmp_path, "yes", "yes")
+
+    async def scenario():
+        await call.session.start()
+        await call.question_asked("ask_code")
+        await call.say(code)
+        await call.question_asked("confirm_code")
+        await call.say(yes)
+        await asyncio.wait_for(call.session.closed.wait(), 40)
+
+    try:
+        run(scenario())
+    finally:
+        floor.stop()
+        capture.stop()
+    assert call.session.runtime.state["reference_code"] == "4821"
+    assert call.session.runtime.ladder.outcome == "completed"
+    filled = journal_effects(tmp_path / "take", "SlotFilled")
+    assert [(r["slot"], r["value"]) for r in filled] == [("reference_code", "[redacted]"), ("code_confirmed", True)]
+    assert (tmp_path / "take" / "mic.wav").exists() and (tmp_path / "take" / "out.wav").exists()
+    heard = transcript_of(tmp_path / "speaker.wav")
+    for words in ("reference desk", "recorded for quality", "reference code", "is that right", "goodbye"):
+        assert words in heard, heard
+    latencies = [r for r in read_journal(tmp_path / "take").decisions() if r.get("effect") == "Observation"]
+    assert len(latencies) >= 2 and all(r["eos_to_first_audio_ms"] is not None for r in latencies)
+
+
+def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, tmp_path):  # noqa: F811
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
+    moment = caller_wav(models, tmp_path, "moment", "give me a moment")
+    code = caller_wav(models, tmp_path, "code", "four eight two one")
+
+    async def scenario():
+        await call.session.start()
+        await call.question_asked("ask_code")
+        await call.say(moment)
+        await call.until(lambda: call.spoken("acknowledgement"))
+        await asyncio.sleep(1.5)
+        await call.say(code)
+        await call.question_asked("confirm_code")
+        await call.session.stop()
+
+    try:
+        run(scenario())
+    finally:
+        floor.stop()
+        capture.stop()
+    assert len(call.spoken("acknowledgement")) == 1
+    assert call.session.runtime.state["reference_code"] == "4821"
+    episodes = journal_effects(tmp_path / "take", "EpisodeEnded")
+    assert episodes[0]["outcome"] == "explicit_wait"
+    heard = transcript_of(tmp_path / "speaker.wav")
+    assert heard.count("take your time") == 1, heard
+
+
+def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):  # noqa: F811
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    stages = [
+        {"name": "quiet_wait", "wait_ms": 1500},
+        {"name": "gentle_check", "wait_ms": 1500, "prompt": "Take your time. Would you like more time?"},
+        {"name": "alternative_route", "wait_ms": 1500, "prompt": "We can carry on without the code.", "routes": ["continue_without_code"]},
+        {"name": "safe_close", "wait_ms": 500, "prompt": "Nothing has been changed. Goodbye.", "closes": True},
+    ]
+    call = Call(pulse_lab, models, default_flow(stages=stages), tmp_path / "take")
+
+    async def scenario():
+        await call.session.start()
+        await asyncio.wait_for(call.session.closed.wait(), 60)
+
+    try:
+        run(scenario())
+    finally:
+        floor.stop()
+        capture.stop()
+    assert call.session.runtime.ladder.outcome == "closed_incomplete"
+    closed = journal_effects(tmp_path / "take", "SessionClosed")
+    assert closed[0]["outcome"] == "closed_incomplete"
+    heard = transcript_of(tmp_path / "speaker.wav")
+    for words in ("would you like more time", "without the code", "nothing has been changed"):
+        assert words in heard, heard
+
+
+def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse_lab, models, tmp_path):  # noqa: F811
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(recovery_ms=2500), tmp_path / "take")
+
+    async def scenario():
+        await call.session.start()
+        await call.question_asked("ask_code")
+        # when the mic goes, PulseAudio moves the stream to the default source: make that
+        # a silent one, so the stream delivers what a dead device does (digital zeros)
+        floor.stop()
+        pulse_lab.pactl("set-default-source", "micfeed.monitor")
+        pulse_lab.unload_mic()
+        await asyncio.wait_for(call.session.closed.wait(), 40)
+
+    try:
+        run(scenario())
+    finally:
+        capture.stop()
+        pulse_lab.restore_mic()
+        pulse_lab.pactl("set-default-source", "mic")
+    journal = read_journal(tmp_path / "take")
+    assert journal.skipped == [], journal.report()
+    failed = [r["event"] for r in journal.inputs() if r["kind"] == "transport_failed"]
+    assert failed and failed[0]["path"] == "input" and failed[0]["reason"] == "digital_zeros"
+    closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
+    assert closed[0]["outcome"] == "input_path_failed"
+    assert call.session.runtime.state.get("reference_code") is None
+    heard = transcript_of(tmp_path / "speaker.wav")
+    assert "trouble with the line" in heard and "reference code" in heard, heard
+    assert "take your time" not in heard  # no reminder re-asks into a dead channel
