@@ -28,6 +28,7 @@ class IncidentCommands(Provider):
             return []
         items = [(title, partial(screen.action_inject, command)) for title, command in COMMANDS]
         for tool in self.app.session.flow.tools:
+            items.append((f"Call tool {tool} now (if the active stage allows it)", partial(screen.action_call_tool, tool)))
             for mode in ("slow", "fail", "unknown", "ok"):
                 items.append((f"Tool {tool}: next calls {mode}", partial(screen.action_tool, mode)))
         items.append(("Lose the next playback completion", screen.action_lose_completion))

@@ -104,6 +104,10 @@ class FileSpeaker:
         self._finished.add(token)
         self._kick()
 
+    def enqueue(self, token: int, audio: np.ndarray) -> None:
+        self.append(token, audio)
+        self.finish(token)
+
     def interrupt(self, token: int) -> bool:
         self._cancelled.add(token)
         if token in self._queue:
@@ -220,6 +224,7 @@ class VoiceBackend:
         self._open_turn: tuple[str, int] | None = None
         self._pending_latency: TurnLatency | None = None
         self._input_failed = False
+        self._previews = 0
         self.matcher = None
         self.segmenter = None
 
@@ -273,8 +278,16 @@ class VoiceBackend:
         if self.output is not None:
             self.output.interrupt(token)
 
+    def play_preview(self, audio: np.ndarray, rate: int) -> None:
+        """The prompt editor's spoken preview: played, but not a prompt of the call."""
+        self._previews -= 1
+        token = self._previews  # negative tokens are never the core's
+        self.loop.call_soon_threadsafe(self.output.enqueue, token, audio)
+
     def on_output_event(self, kind: str, token: int, t_ms: float) -> None:
         """On the loop: the output's observation of a prompt (t_ms on the session clock)."""
+        if token < 0:
+            return  # a preview: the call never asked for it
         if kind == "started":
             self.on_line("agent", self._texts.get(token, ""))
             if self._pending_latency is not None and self._pending_latency.first_audio is None:
@@ -336,7 +349,7 @@ class VoiceBackend:
         text = recognition.text
         intent, score = self.matcher.match(text) if text else (None, 0.0)
         self.on_line("caller", text or f"({recognition.reason})")
-        self._feed(CallerUtterance(turn, seq, text, intent, score))
+        self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason))
         latency.decision = self.session.now_ms()
         self._pending_latency = latency
 

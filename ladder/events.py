@@ -243,6 +243,8 @@ class CallerUtterance(Event):
     text: str
     intent: str | None = None
     score: float = 0.0
+    # why there are no words, when there are none: "recognizer_empty" (no usable input)
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

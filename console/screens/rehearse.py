@@ -138,6 +138,11 @@ class RehearseScreen(Screen):
         self.incidents.run(f"tool {tools[0]} {mode}")
         self.notify(f"next {tools[0]} calls: {mode}")
 
+    def action_call_tool(self, tool: str) -> None:
+        from ladder import RequestTool
+
+        self.session.feed(RequestTool(tool))
+
     def action_lose_completion(self) -> None:
         self.app.backend.lose_next_completion = True
         self.notify("the next prompt's playback completion will be lost")

@@ -240,7 +240,7 @@ class FlowRuntime:
         intent, value, route, fills = self._interpret(event)
         self._trace(
             "utterance",
-            intent,
+            f"no_usable_input:{event.reason}" if event.reason else intent,
             turn=event.turn,
             matched=event.intent,
             score=event.score,

@@ -1,0 +1,111 @@
+"""The voice backend's plumbing with fake models: failures become core events, not crashes."""
+
+import asyncio
+
+import numpy as np
+
+from console.live import LiveSession
+from console.voice_backend import FileSpeaker, VoiceBackend, VoiceModels
+from console_fixtures import compile_data, quick_flow_data
+from voices.stt import Recognition, RecognizerError
+
+
+class FakeVoice:
+    sample_rate = 16000
+
+    def __init__(self, fail=False):
+        self.fail = fail
+        self.chunks_made = 0
+
+    def synthesize(self, text, cancelled=lambda: False):
+        if self.fail:
+            raise RuntimeError("voice exploded")
+        for _ in text.split(". "):
+            if cancelled():
+                return
+            self.chunks_made += 1
+            yield np.zeros(1600, np.float32)  # 0.1 s a sentence
+
+
+class FakeRecognizer:
+    def __init__(self, results):
+        self.results = list(results)
+
+    def transcribe(self, audio):
+        result = self.results.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def recognition(text, reason=None):
+    return Recognition(text=text, reason=reason, audio_s=1.0, decode_s=0.3, language_probability=1.0)
+
+
+async def start(backend):
+    session = LiveSession(compile_data(quick_flow_data()), backend)
+    records = []
+    session.listeners.append(lambda now, kind, r: records.append(r))
+    await session.start()
+    backend.output = FileSpeaker(samplerate=16000, on_event=backend.on_output_event, clock_ms=session.now_ms)
+    return session, records
+
+
+def test_an_empty_recognition_is_no_usable_input_not_an_answer():
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([recognition("", "recognizer_empty")]), matcher_kind="lexical"), name="fake")
+        session, records = await start(backend)
+        backend._recognize("heard-1", 1, np.zeros(1600, np.float32), _latency())
+        await asyncio.sleep(0.05)
+        utterances = [r for r in records if r.get("kind") == "utterance"]
+        assert utterances and utterances[-1]["reason"] == "no_usable_input:recognizer_empty"
+        assert session.runtime.state.get("reference_code") is None
+        await session.stop()
+
+    asyncio.run(body())
+
+
+def test_a_recognizer_error_is_a_recognizer_failure_for_channel_recovery():
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([RecognizerError("decoder crashed")]), matcher_kind="lexical"), name="fake")
+        session, records = await start(backend)
+        backend._recognize("heard-1", 1, np.zeros(1600, np.float32), _latency())
+        await asyncio.sleep(0.05)
+        assert session.runtime.ladder.state.value == "recovering"
+        failed = [r for r in records if r.get("effect") == "Trace" and r.get("kind") == "transport_failed"]
+        assert failed and failed[0]["path"] == "recognizer" and "decoder crashed" in failed[0]["reason"]
+        await session.stop()
+
+    asyncio.run(body())
+
+
+def test_a_voice_that_fails_reports_the_prompt_failed():
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(fail=True), FakeRecognizer([]), matcher_kind="lexical"), name="fake")
+        session, records = await start(backend)
+        await asyncio.sleep(0.3)  # the greeting is synthesized in the worker and fails
+        failed = [r for r in records if r.get("effect") == "Trace" and r.get("kind") == "prompt_failed"]
+        assert failed and failed[0]["reason"].startswith("tts_error: voice exploded")
+        await session.stop()
+
+    asyncio.run(body())
+
+
+def test_speech_and_playback_flow_through_to_the_core():
+    async def body():
+        voice = FakeVoice()
+        backend = VoiceBackend(VoiceModels(voice, FakeRecognizer([]), matcher_kind="lexical"), name="fake")
+        session, records = await start(backend)
+        await asyncio.sleep(1.5)  # greeting and disclosure play (0.1 s a sentence + pad)
+        kinds = [r.get("kind") for r in records]
+        assert "prompt_started" in kinds and "prompt_completed" in kinds
+        assert voice.chunks_made >= 2
+        await session.stop()
+
+    asyncio.run(body())
+
+
+def _latency():
+    from console.voice_backend import TurnLatency
+
+    return TurnLatency("heard-1", 0.0)
