@@ -5,30 +5,17 @@ seconds; assertions are about what happened, never about how long it took.
 """
 
 import asyncio
-import json
+
+from console_fixtures import compile_data, quick_flow_data
 
 from console.headless import rehearse_headless
 from console.live import LiveSession
 from console.text_backend import TextBackend
-from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
 
 
 def quick_flow():
-    data = json.loads(library_flow_path("reference_code").read_text())
-    data["ladder"] = {
-        "stages": [
-            {"name": "quiet_wait", "wait_ms": 400},
-            {"name": "gentle_check", "wait_ms": 400, "prompt": "Take your time."},
-            {"name": "alternative_route", "wait_ms": 400, "prompt": "We can carry on without it.", "routes": ["continue_without_code"]},
-            {"name": "safe_close", "wait_ms": 200, "prompt": "Nothing was changed. Goodbye.", "closes": True},
-        ],
-        "hold_ms": 600, "hold_budget_ms": 1200, "episode_ms": 8000, "filler_after_ms": 100,
-    }
-    data["tools"][0]["latency_ms"] = 300
-    report = check_data(data, "quick")
-    assert report.flow is not None, report.problems
-    return report.flow
+    return compile_data(quick_flow_data())
 
 
 def rehearse(lines, journal_dir=None):

@@ -386,22 +386,23 @@ def _corrections(main: Layer) -> dict[str, list[str]]:
         stage = main.stages[sid]
         if not stage.collect:
             continue
-        downstream = _downstream(main, sid)
+        after_it = downstream(main, sid)
         keys: set[str] = set()
-        for d in downstream:
+        for d in after_it:
             ds = main.stages[d]
             if ds.commit is not None:
                 keys |= ds.commit.guard.keys()
             keys |= set(ds.collect)  # a downstream confirmation of the old value
         keys -= set(stage.collect)
-        upstream = {s for s in main.order if sid in _downstream(main, s)}
+        upstream = {s for s in main.order if sid in downstream(main, s)}
         keys -= {slot for u in upstream for slot in main.stages[u].collect}
         for slot in stage.collect:
             out[slot] = sorted(keys)
     return out
 
 
-def _downstream(layer: Layer, stage: str) -> set[str]:
+def downstream(layer: Layer, stage: str) -> set[str]:
+    """Every stage reachable after `stage` (after, next and escalation edges)."""
     seen: set[str] = set()
     frontier = [stage]
     while frontier:

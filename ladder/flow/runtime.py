@@ -49,9 +49,15 @@ from ..events import (
     TurnInterpreted,
 )
 from ..states import FINAL_PROMPT_STATUSES, PromptStatus
-from .compile import MAIN, CompiledFlow, Layer, merge_timing, stage_timing
+from .compile import MAIN, CompiledFlow, Layer, downstream, merge_timing, stage_timing
 from .spec import StageSpec, Timing
-from .text import parse_digits, parse_number, parse_yes_no, verbatim_passes, word_similarity
+from .text import (
+    parse_digits,
+    parse_number,
+    parse_yes_no,
+    verbatim_passes,
+    word_similarity,
+)
 
 REDACTED = "[redacted]"
 MAX_VERBATIM_ATTEMPTS = 3
@@ -344,21 +350,10 @@ class FlowRuntime:
             for key in keys:
                 self.state.pop(key, None)
             owner = next(s for s in self.flow.main.order if slot in self.flow.main.stages[s].collect)
-            reopened = sorted(self._downstream_of(owner))
+            reopened = sorted(downstream(self.flow.main, owner))
             for sid in reopened:
                 self._reset_stage(MAIN, sid)
             self._trace("correction", slot, withdrawn=keys, reopened=reopened)
-
-    def _downstream_of(self, stage: str) -> set[str]:
-        layer = self.flow.main
-        seen: set[str] = set()
-        frontier = [stage]
-        while frontier:
-            for nxt in layer.successors(frontier.pop()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    frontier.append(nxt)
-        return seen
 
     # -- tools ------------------------------------------------------------------------
 
