@@ -480,6 +480,104 @@ def _fmt(value) -> str:
     return "-" if value is None or value != value else f"{value:.0f}"
 
 
+# --- recorded sessions --------------------------------------------------------------
+
+sessions_app = typer.Typer(help="Recorded sessions: list, show, replay.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+
+def _session_folders(root: Path) -> list[Path]:
+    if (root / "journal.jsonl").is_file():
+        return [root]
+    return sorted(p.parent for p in root.glob("*/journal.jsonl"))
+
+
+@sessions_app.command("list")
+def sessions_list(folder: Annotated[Path, typer.Argument(help="A folder of session folders.")] = Path(".")) -> None:
+    """List recorded sessions with their source, flow, length and outcome.
+
+    Example: lull sessions list takes/
+    """
+    from sessions.journal import JournalError, read_journal
+
+    if not folder.is_dir():
+        fail(f"{folder}: no such folder")
+    found = _session_folders(folder)
+    if not found:
+        fail(f"{folder}: no session folders (a session folder holds journal.jsonl)", code=1)
+    table = Table(title=f"Sessions in {folder}", title_justify="left")
+    for column in ("session", "source", "flow", "records", "length", "outcome", "skipped"):
+        table.add_column(column)
+    for path in found:
+        try:
+            journal = read_journal(path)
+        except JournalError as exc:
+            table.add_row(path.name, "-", "-", "-", "-", f"unreadable: {exc}", "-")
+            continue
+        closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
+        length = journal.records[-1]["t_ms"] / 1000 if journal.records else 0
+        table.add_row(
+            path.name,
+            str(journal.header.get("source", "?")),
+            str(journal.header.get("flow") or journal.header.get("incident") or "-"),
+            str(len(journal.records)),
+            f"{length:.1f}s",
+            closed[-1]["outcome"] if closed else "open",
+            str(len(journal.skipped)),
+        )
+    out.print(table)
+
+
+@sessions_app.command("show")
+def sessions_show(session: Annotated[Path, typer.Argument(help="A session folder (or its journal.jsonl).")]) -> None:
+    """Show a session: its header, what was loaded or skipped, and the event stream.
+
+    Example: lull sessions show takes/1
+    """
+    from sessions.journal import JournalError, read_journal
+
+    from .describe import describe, seconds
+
+    try:
+        journal = read_journal(session)
+    except (JournalError, FileNotFoundError) as exc:
+        fail(str(exc))
+    header = {k: v for k, v in journal.header.items() if k not in ("ladder_policy", "flow_document")}
+    out.print(json.dumps(header, indent=2), highlight=False)
+    out.print(journal.report(), highlight=False)
+    for record in journal.records:
+        if record["type"] == "decision":
+            text = describe(record)
+            if text:
+                out.print(f"[{seconds(record['t_ms']):>7}] {text}", highlight=False)
+
+
+@sessions_app.command("replay")
+def sessions_replay(
+    sessions: Annotated[list[Path], typer.Argument(help="Session folders.")],
+) -> None:
+    """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
+
+    Example: lull sessions replay takes/*
+    """
+    from sessions.journal import JournalError
+    from sessions.replay import ReplayError, replay
+
+    drift = False
+    for path in sessions:
+        try:
+            result = replay(path)
+        except (JournalError, ReplayError, FileNotFoundError, FlowFileError) as exc:
+            fail(str(exc))
+        style = "green" if result.verdict == "CLEAN" else "bold red"
+        out.print(f"[{style}]{result.verdict}[/] {result.describe()}", highlight=False)
+        if "no lines skipped" not in result.report:
+            out.print(f"  {result.report}", highlight=False)
+        drift |= result.verdict == "DRIFT"
+    if drift:
+        raise typer.Exit(1)
+
+
 # --- the edges on their own -------------------------------------------------------
 
 

@@ -112,6 +112,8 @@ class LiveSession:
                 "flow": self.flow.spec.name,
                 "flow_hash": None,
                 "ladder_policy": self.flow.ladder.model_dump(mode="json"),
+                # the whole flow, so the session replays without the file (S2)
+                "flow_document": self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
                 **self._header,
             }
             self._journal = JournalWriter.create(self._journal_dir, header)

@@ -335,6 +335,7 @@ def run_scenario(scenario: Scenario, source: Path | None = None, record_to: Path
             "scenario": scenario.name,
             "flow": flow.spec.name,
             "ladder_policy": flow.ladder.model_dump(mode="json"),
+            "flow_document": flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
             "flow_hash": None,
             "models": {},
             "devices": {"output": "simulated endpoint", "clock": "virtual"},

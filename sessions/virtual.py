@@ -255,7 +255,8 @@ class VirtualCall:
     def write_journal(self, folder: Path, header: dict, redact=None) -> Path:
         """Record this call as a session folder (S1): inputs and decisions, in order."""
         clean = redact or (lambda record: record)
-        with JournalWriter.create(folder, clean(header)) as journal:
+        # the header holds the designer's flow and policy, never caller data: kept whole
+        with JournalWriter.create(folder, header) as journal:
             for at, kind, payload in self.log:
                 if kind == "input":
                     journal.write_input(at, clean(payload))

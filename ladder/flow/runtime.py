@@ -109,7 +109,8 @@ class FlowRuntime:
         self.asking: tuple[str, str] | None = None  # (layer, stage) with the pending question
         self.partial: dict[str, str] = {}  # slot -> digits heard so far
         self.secrets: set[str] = set()  # every value a redacted slot ever held
-        self.sensitive_turns: set[str] = set()  # caller turns that carried such a value
+        self.turn_fragments: dict[str, list[str]] = {}  # turn -> the secret words it said
+        self._stand_ins: dict[str, str] = {}
         self.now: float = 0.0
         self.ladder_inputs: list[tuple[float, Event]] = []
         self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
@@ -202,17 +203,31 @@ class FlowRuntime:
     def redact(self, record: Any) -> Any:
         """A copy of `record` fit to leave the process: no redacted key or value in it.
 
-        Values are hidden wherever they appear (a prompt that reads the code back,
-        a tool's arguments), and the words of a caller turn that carried one.
+        Values are hidden wherever they appear (a prompt that reads the code back, a
+        tool's arguments). The words of a caller turn that carried one are replaced by
+        a stand-in of the same shape, "[redacted: 0000]": same length, distinct values
+        kept distinct, so a replay of the journal makes the same decisions (S2) while
+        the value itself never leaves the process.
         """
         secrets = sorted(self.secrets, key=len, reverse=True)
-        return _redact(record, self.flow.redact_keys, secrets, self.sensitive_turns)
+        stand_ins = {
+            turn: "[redacted: " + " ".join(self._stand_in(f) for f in fragments) + "]"
+            for turn, fragments in self.turn_fragments.items()
+        }
+        return _redact(record, self.flow.redact_keys, secrets, stand_ins)
 
-    def _remember_secret(self, slot: str, value: Any, turn: str) -> None:
+    def _stand_in(self, fragment: str) -> str:
+        if fragment not in self._stand_ins:
+            index = str(len(self._stand_ins))
+            self._stand_ins[fragment] = index.zfill(len(fragment))[-len(fragment):] if fragment.isdigit() else "x" * len(fragment)
+        return self._stand_ins[fragment]
+
+    def _remember_secret(self, slot: str, value: Any, turn: str, fragment: bool = False) -> None:
         if slot in self.flow.redact_keys and value is not None:
             # very short fragments would match unrelated text; their turn is hidden instead
             self.secrets |= {v for v in (str(value), self._spoken(slot, value)) if len(v) >= 3}
-            self.sensitive_turns.add(turn)
+            if fragment:
+                self.turn_fragments.setdefault(turn, []).append(str(value))
 
     # -- effects from the silence controller -----------------------------------------
 
@@ -285,7 +300,7 @@ class FlowRuntime:
                 value = self._parse(slot, spec, event.text)
                 if value is None:
                     continue
-                self._remember_secret(slot, value, event.turn)
+                self._remember_secret(slot, value, event.turn, fragment=True)
                 if spec.type == "digits":
                     value = self.partial.get(slot, "") + value
                     self._remember_secret(slot, value, event.turn)
@@ -780,11 +795,13 @@ class FlowRuntime:
         )
 
 
-def _redact(value: Any, keys: frozenset[str], secrets: list[str], turns: set[str]) -> Any:
+def _redact(value: Any, keys: frozenset[str], secrets: list[str], turns: dict[str, str]) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
-            if v is not None and (_sensitive_key(k, keys) or (k == "text" and value.get("turn") in turns)):
+            if k == "text" and value.get("turn") in turns:
+                out[k] = turns[value["turn"]]
+            elif v is not None and _sensitive_key(k, keys):
                 out[k] = REDACTED
             else:
                 out[k] = _redact(v, keys, secrets, turns)
