@@ -171,3 +171,21 @@ def test_simulate_refuses_a_malformed_scenario_in_one_line(tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "field steps[0]" in lines[0] and "exactly one of" in lines[0]
+
+
+def test_sessions_list_show_and_replay(tmp_path):
+    record = tmp_path / "takes"
+    assert lull("simulate", str(SCENARIO_DIR / "default_hold_then_answer.json"), "--record", str(record)).returncode == 0
+    listing = lull("sessions", "list", str(record))
+    assert listing.returncode == 0 and "default_hold_then_answer" in listing.stdout and "completed" in listing.stdout
+    shown = lull("sessions", "show", str(record / "default_hold_then_answer"))
+    assert shown.returncode == 0 and "no lines skipped" in shown.stdout and "acknowledgement" in shown.stdout
+    clean = lull("sessions", "replay", str(record / "default_hold_then_answer"))
+    assert clean.returncode == 0 and "CLEAN" in clean.stdout
+    journal = record / "default_hold_then_answer" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["flow_document"]["ladder"] = {"acknowledgement": "Of course, no hurry."}
+    journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    drift = lull("sessions", "replay", str(record / "default_hold_then_answer"))
+    assert drift.returncode == 1 and "DRIFT" in drift.stdout and "Of course, no hurry." in drift.stdout

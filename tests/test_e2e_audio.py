@@ -132,6 +132,10 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):  # 
         assert words in heard, heard
     latencies = [r for r in read_journal(tmp_path / "take").decisions() if r.get("effect") == "Observation"]
     assert len(latencies) >= 2 and all(r["eos_to_first_audio_ms"] is not None for r in latencies)
+    from sessions.replay import replay
+
+    result = replay(tmp_path / "take")  # the real-audio session replays through the core
+    assert result.verdict == "CLEAN", result.describe()
 
 
 def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, tmp_path):  # noqa: F811
