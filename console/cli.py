@@ -578,6 +578,51 @@ def sessions_replay(
         raise typer.Exit(1)
 
 
+@sessions_app.command("report")
+def sessions_report(
+    path: Annotated[Path, typer.Argument(help="A session folder, or a folder of them.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV: metric,count,denominator,of.")] = False,
+) -> None:
+    """Counts with their denominators over one session or many (read on every core).
+
+    Examples:
+      lull sessions report takes/
+      lull sessions report takes/ --csv > metrics.csv
+    """
+    import csv
+
+    from sessions.metrics import folder_metrics
+
+    if not path.exists():
+        fail(f"{path}: no such session or folder")
+    metrics = folder_metrics(path)
+    if metrics.sessions == 0 and metrics.unreadable == 0:
+        fail(f"{path}: no session folders (a session folder holds journal.jsonl)", code=1)
+    if as_json:
+        typer.echo(json.dumps(metrics.to_dict(), indent=2))
+        return
+    if as_csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(["metric", "count", "denominator", "of"])
+        writer.writerows(metrics.rows())
+        return
+    table = Table(title=f"Metrics over {metrics.sessions} session(s)", title_justify="left")
+    for column in ("metric", "count", "of", "share"):
+        table.add_column(column)
+    for metric, count, denominator, of in metrics.rows():
+        share = f"{count / denominator:.0%}" if denominator else ""
+        table.add_row(metric, str(count), f"{denominator} {of}" if denominator is not None else "", share)
+    out.print(table)
+    if metrics.sequences:
+        sequences = Table(title="Prompt sequence per episode", title_justify="left")
+        sequences.add_column("sequence")
+        sequences.add_column("episodes")
+        for sequence, count in metrics.sequences.most_common(12):
+            sequences.add_row(sequence, str(count))
+        out.print(sequences)
+
+
 # --- the edges on their own -------------------------------------------------------
 
 
