@@ -555,17 +555,46 @@ def sessions_show(session: Annotated[Path, typer.Argument(help="A session folder
 @sessions_app.command("replay")
 def sessions_replay(
     sessions: Annotated[list[Path], typer.Argument(help="Session folders.")],
+    flow: Annotated[str | None, typer.Option("--flow", help="Paired replay: the same inputs under this flow.")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay of an incident session under this ladder policy (JSON).")] = None,
 ) -> None:
     """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
 
-    Example: lull sessions replay takes/*
+    With --flow or --policy, a paired replay: the same inputs under another policy, with
+    what each decided per episode.
+
+    Examples:
+      lull sessions replay takes/*
+      lull sessions replay takes/1 --flow my_flow_v2.json
     """
+    from ladder import LadderPolicy
     from sessions.journal import JournalError
+    from sessions.paired import paired_replay
     from sessions.replay import ReplayError, replay
 
+    other_flow = other_policy = None
+    try:
+        if flow is not None:
+            other_flow = load_flow(flow)
+        if policy is not None:
+            other_policy = LadderPolicy.model_validate_json(policy.read_text(encoding="utf-8"))
+    except FlowFileError as exc:
+        fail(str(exc))
+    except (OSError, ValueError) as exc:
+        fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
     drift = False
     for path in sessions:
         try:
+            if other_flow is not None or other_policy is not None:
+                report = paired_replay(path, flow=other_flow, policy=other_policy)
+                out.print(f"[bold]{path}[/]: {report.caveat}", highlight=False)
+                for diff in report.episodes:
+                    mark = "[yellow]changed[/]" if diff.changed else "same"
+                    out.print(f"  episode {diff.episode} {mark}", highlight=False)
+                    out.print(f"    recorded: {diff.before.line() if diff.before else '-'}", highlight=False)
+                    out.print(f"    paired:   {diff.after.line() if diff.after else '-'}", highlight=False)
+                out.print(f"  session outcome: recorded {report.session_outcome[0]}, paired {report.session_outcome[1]}", highlight=False)
+                continue
             result = replay(path)
         except (JournalError, ReplayError, FileNotFoundError, FlowFileError) as exc:
             fail(str(exc))
@@ -576,6 +605,68 @@ def sessions_replay(
         drift |= result.verdict == "DRIFT"
     if drift:
         raise typer.Exit(1)
+
+
+@sessions_app.command("step")
+def sessions_step(
+    session: Annotated[Path, typer.Argument(help="A session folder.")],
+    at: Annotated[int, typer.Option("--at", help="Show the state after this many inputs.")] = 1,
+) -> None:
+    """Show the full core state after input N (the console's sessions screen steps interactively).
+
+    Example: lull sessions step takes/1 --at 12
+    """
+    from sessions.journal import JournalError
+    from sessions.replay import ReplayError
+    from sessions.step import Cursor
+
+    try:
+        cursor = Cursor(session)
+    except (JournalError, ReplayError, FileNotFoundError) as exc:
+        fail(str(exc))
+    if not 0 <= at <= len(cursor):
+        fail(f"--at {at}: the session has {len(cursor)} inputs; expected 0..{len(cursor)}")
+    position = cursor.seek(at)
+    out.print(f"input {position.index} of {len(cursor)} at {position.t_ms / 1000:.3f}s: {json.dumps(position.event)}", highlight=False)
+    for decision in position.decisions:
+        out.print(f"  -> {json.dumps(decision)[:160]}", highlight=False)
+    typer.echo(json.dumps(position.state, indent=2))
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session: Annotated[Path, typer.Argument(help="A session folder.")],
+    as_: Annotated[str, typer.Option("--as", help="incident or scenario.")] = "incident",
+    out_path: Annotated[Path | None, typer.Option("--out", help="Where to write (default: print).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The fixture's name.")] = None,
+) -> None:
+    """Make a regression fixture from a recorded session.
+
+    Examples:
+      lull sessions export takes/1 --as incident --out incidents/take1.json
+      lull sessions export takes/1 --as scenario --out tests/scenarios/take1.json
+    """
+    import re
+
+    from sessions.export import export_incident, export_scenario
+    from sessions.journal import JournalError
+    from sessions.replay import ReplayError
+
+    if as_ not in ("incident", "scenario"):
+        fail(f"--as {as_}: expected incident or scenario")
+    if out_path is not None and out_path.exists():
+        fail(f"--out {out_path}: the file exists; choose another name (nothing was overwritten)")
+    fixture_name = name or re.sub(r"[^a-z0-9_\-]", "_", (out_path.stem if out_path else session.name).lower())
+    try:
+        document = export_incident(session, fixture_name) if as_ == "incident" else export_scenario(session, fixture_name)
+    except (JournalError, ReplayError, FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    text = json.dumps(document, indent=2) + "\n"
+    if out_path is None:
+        typer.echo(text)
+    else:
+        out_path.write_text(text, encoding="utf-8")
+        out.print(f"wrote {out_path}")
 
 
 @sessions_app.command("report")

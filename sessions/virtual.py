@@ -51,6 +51,8 @@ class Playback(BaseModel):
     lose_completion: tuple[str, ...] = ()  # prompt kinds whose completion never arrives
     fail: tuple[str, ...] = ()  # prompt kinds the endpoint rejects (PromptFailed)
     transcripts: dict[str, str] = {}  # text asked -> what output transcription reports
+    # text -> (start delay, duration) in ms, as measured in a recording (paired replay)
+    measured: dict[str, tuple[float, float]] = {}
 
 
 class Core(Protocol):
@@ -197,7 +199,9 @@ class VirtualCall:
 
     def _simulate_endpoint(self, prompt: RequestPrompt) -> None:
         pb = self.playback
-        duration = max(1, len(prompt.text.split())) * pb.ms_per_word
+        delay, duration = pb.measured.get(
+            prompt.text, (pb.start_delay_ms, max(1, len(prompt.text.split())) * pb.ms_per_word)
+        )
         self.in_flight.add(prompt.token)
         if prompt.kind in pb.fail:
             self.push(self.now, ("failed", prompt.token), ENDPOINT)
@@ -205,7 +209,7 @@ class VirtualCall:
         if pb.report_sent:
             self.push(self.now, ("sent", prompt.token, duration), ENDPOINT)
         # one loudspeaker: a prompt starts after the audio queued before it
-        start = max(self.now + pb.start_delay_ms, self._busy_until)
+        start = max(self.now + delay, self._busy_until)
         self._busy_until = start + duration
         if prompt.kind not in pb.lose_start:
             self.push(start, ("started", prompt.token), ENDPOINT)

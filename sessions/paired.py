@@ -1,0 +1,122 @@
+"""Paired replay (S4): the same recorded inputs under another flow or ladder policy.
+
+It tests controller rules, not caller behaviour: the caller's words and their timing
+are held fixed, though a real caller would have reacted to different prompts. The
+report says so, and shows per episode what each policy decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ladder import Controller, LadderPolicy, event_from_dict
+from ladder.flow.runtime import FlowRuntime
+
+from .journal import read_journal
+from .replay import build_core
+from .virtual import Playback, VirtualCall
+
+# the endpoint's reports belong to the prompts of the recorded run: a paired run gets its
+# own, simulated with the durations the recording measured for the same wording
+ENDPOINT_KINDS = {"prompt_sent", "playback_started", "playback_completed", "playback_interrupted", "prompt_failed", "timer_fired"}
+
+CAVEAT = (
+    "Paired replay tests controller rules, not caller behaviour: both policies see the "
+    "same caller inputs at the same times, although a real caller would have reacted "
+    "to different prompts."
+)
+
+
+@dataclass
+class EpisodeSummary:
+    episode: int
+    outcome: str | None
+    prompts: list[tuple[str, float]]  # (prompt kind or ladder stage, ms)
+
+    def line(self) -> str:
+        seq = ", ".join(f"{p}@{t / 1000:.1f}s" for p, t in self.prompts) or "(no prompt)"
+        return f"{self.outcome or 'open'}: {seq}"
+
+
+@dataclass
+class EpisodeDiff:
+    episode: int
+    before: EpisodeSummary | None
+    after: EpisodeSummary | None
+
+    @property
+    def changed(self) -> bool:
+        return (self.before and self.before.line()) != (self.after and self.after.line())
+
+
+@dataclass
+class PairedReport:
+    path: Path
+    episodes: list[EpisodeDiff]
+    session_outcome: tuple[str | None, str | None]
+    caveat: str = CAVEAT
+
+    @property
+    def changed(self) -> list[EpisodeDiff]:
+        return [d for d in self.episodes if d.changed]
+
+
+def summarize(decisions: list[tuple[float, dict]]) -> tuple[dict[int, EpisodeSummary], str | None]:
+    episodes: dict[int, EpisodeSummary] = {}
+    outcome = None
+    for t_ms, record in decisions:
+        effect = record.get("effect")
+        episode = record.get("episode") if effect is None or effect == "Trace" else None
+        if effect == "RequestPrompt":
+            label = record.get("stage") if record.get("kind") == "reminder" else record.get("kind")
+            current = max(episodes) if episodes else None
+            if current is not None and episodes[current].outcome is None:
+                episodes[current].prompts.append((label, t_ms))
+        elif effect == "SessionClosed":
+            outcome = record.get("outcome")
+        elif record.get("kind") == "episode_started" and episode is not None:
+            episodes[episode] = EpisodeSummary(episode, None, [])
+        elif record.get("kind") == "episode_ended" and episode in episodes:
+            episodes[episode].outcome = (record.get("detail") or {}).get("outcome") or record.get("outcome")
+    return episodes, outcome
+
+
+def measured_playback(decisions: list[tuple[float, dict]]) -> dict[str, tuple[float, float]]:
+    """text -> (start delay, duration) of each prompt that played in full."""
+    texts, requested, started, out = {}, {}, {}, {}
+    for t_ms, record in decisions:
+        if record.get("effect") == "RequestPrompt":
+            texts[record["token"]] = record["text"]
+            requested[record["token"]] = t_ms
+        elif record.get("kind") == "prompt_started":
+            started[record.get("token")] = t_ms
+        elif record.get("kind") == "prompt_completed" and record.get("token") in started:
+            token = record["token"]
+            if token in texts:
+                out[texts[token]] = (started[token] - requested[token], t_ms - started[token])
+    return out
+
+
+def paired_replay(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> PairedReport:
+    journal = read_journal(path)
+    recorded = [(r["t_ms"], r) for r in journal.records if r["type"] == "decision"]
+    if policy is not None:
+        core = Controller(policy)
+    elif flow is not None:
+        core = FlowRuntime(flow)
+    else:
+        core = build_core(journal)
+    call = VirtualCall(core, Playback(mode="auto", measured=measured_playback(recorded)))
+    last = 0.0
+    for record in journal.records:
+        if record["type"] == "input" and record["kind"] not in ENDPOINT_KINDS:
+            call.push(record["t_ms"], event_from_dict(record["event"]))
+            last = record["t_ms"]
+    ladder = getattr(core, "ladder", core)
+    call.run_until(last + ladder.policy.episode_ms)  # let the other policy's timers play out
+    produced = [(r.get("at", 0.0), r) for r in call.records]
+    before, outcome_before = summarize(recorded)
+    after, outcome_after = summarize(produced)
+    diffs = [EpisodeDiff(e, before.get(e), after.get(e)) for e in sorted(set(before) | set(after))]
+    return PairedReport(Path(path), diffs, (outcome_before, outcome_after))
