@@ -159,3 +159,92 @@ def run_turn_bench(turns: int = 8) -> dict:
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
     return result
+
+
+def run_replay_bench(sessions: int = 10_000) -> dict:
+    """Replay speed, the core's cost per event, and a report over many sessions."""
+    import os
+    import resource
+    import shutil
+
+    from ladder import Controller
+    from sessions.incidents import library_paths, load_incident, run_incident
+    from sessions.metrics import folder_metrics
+    from sessions.paired import paired_replay
+    from sessions.replay import replay
+    from sessions.scenarios import load_scenario, run_scenario
+
+    root = Path(tempfile.mkdtemp(prefix="lull-bench-"))
+    try:
+        bases = []
+        scenario_dir = Path(__file__).resolve().parent.parent / "tests" / "scenarios"
+        for path in sorted(scenario_dir.glob("*.json")):
+            run_scenario(load_scenario(path), path, record_to=root / "base" / path.stem)
+            bases.append(root / "base" / path.stem)
+        for path in library_paths():
+            run_incident(load_incident(path), record_to=root / "base" / path.stem)
+            bases.append(root / "base" / path.stem)
+
+        # replay and paired replay speed, in events (inputs) per second
+        started, events = time.perf_counter(), 0
+        for _ in range(3):
+            for base in bases:
+                events += replay(base).inputs
+        replay_s = time.perf_counter() - started
+        started, paired_events = time.perf_counter(), 0
+        for base in bases:
+            report = paired_replay(base)
+            paired_events += sum(len(d.before.prompts) if d.before else 0 for d in report.episodes) or 1
+        paired_s = time.perf_counter() - started
+        paired_inputs = sum(replay(b).inputs for b in bases)
+
+        # the ladder core alone: a busy call's worth of events, fed again and again
+        from ladder import AskQuestion, PlaybackCompleted, TurnEnded, TurnInterpreted, TurnStarted
+
+        controller, now, fed = Controller(), 0.0, 0
+        started = time.perf_counter()
+        for i in range(20_000):
+            controller = Controller() if i % 2000 == 0 else controller
+            now += 50
+            kind = i % 5
+            if kind == 0:
+                effects = controller.handle(AskQuestion("q", "What is your reference code?"), now)
+                token = next(e.token for e in effects if hasattr(e, "token") and e.__class__.__name__ == "RequestPrompt")
+            elif kind == 1:
+                controller.handle(PlaybackCompleted(token), now)
+            elif kind == 2:
+                controller.handle(TurnStarted(f"t{i}", i), now)
+            elif kind == 3:
+                controller.handle(TurnEnded(f"t{i}", i), now)
+            else:
+                controller.handle(TurnInterpreted(f"t{i - 1}", i - 1, "partial_answer"), now)
+            fed += 1
+        core_us = (time.perf_counter() - started) / fed * 1e6
+
+        # many sessions: hard links to the base journals (no disk), read on every core
+        many = root / "many"
+        many.mkdir()
+        for i in range(sessions):
+            folder = many / f"s{i:05d}"
+            folder.mkdir()
+            os.link(bases[i % len(bases)] / "journal.jsonl", folder / "journal.jsonl")
+        started = time.perf_counter()
+        metrics = folder_metrics(many)
+        report_s = time.perf_counter() - started
+        self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return {
+        "replay_events_per_s": round(events / replay_s),
+        "paired_replay_inputs_per_s": round(paired_inputs / paired_s),
+        "core_us_per_event": round(core_us, 1),
+        "report_sessions": metrics.sessions,
+        "report_s": round(report_s, 2),
+        "peak_rss_mb": {"this_process": round(self_kb / 1024), "largest_worker": round(child_kb / 1024)},
+        "workers": os.cpu_count(),
+        "targets": {
+            "report_10000_under_30s": metrics.sessions >= 10_000 and report_s < 30,
+            "peak_memory_under_300mb": max(self_kb, child_kb) / 1024 < 300,
+        },
+    }

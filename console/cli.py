@@ -476,6 +476,32 @@ def bench_turn(
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
 
 
+@bench_app.command("replay")
+def bench_replay(
+    sessions: Annotated[int, typer.Option("--sessions", help="How many synthetic sessions to report over.")] = 10_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Replay and paired replay speed, the core's cost per event, a report over many sessions.
+
+    Example: lull bench replay --sessions 10000
+    """
+    from .bench import run_replay_bench
+
+    with err.status(f"recording, replaying and reporting over {sessions} sessions…"):
+        result = run_replay_bench(sessions)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    out.print(f"replay: {result['replay_events_per_s']} inputs/s; paired replay: {result['paired_replay_inputs_per_s']} inputs/s")
+    out.print(f"ladder core: {result['core_us_per_event']} µs per event")
+    out.print(
+        f"report over {result['report_sessions']} sessions on {result['workers']} cores: {result['report_s']} s, "
+        f"peak memory {result['peak_rss_mb']['this_process']} MB (largest worker {result['peak_rss_mb']['largest_worker']} MB)"
+    )
+    for name, ok in result["targets"].items():
+        out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
 def _fmt(value) -> str:
     return "-" if value is None or value != value else f"{value:.0f}"
 

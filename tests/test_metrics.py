@@ -59,3 +59,19 @@ def test_an_unreadable_journal_is_counted_not_fatal(tmp_path):
     record("default_answer_at_once", tmp_path)
     total = folder_metrics(tmp_path, workers=1)
     assert total.sessions == 1 and total.unreadable == 1
+
+
+def test_many_sessions_stream_through_the_pool_with_exact_totals(tmp_path):
+    import os
+
+    base = record("default_hold_then_answer", tmp_path / "base")
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(300):
+        (many / f"s{i}").mkdir()
+        os.link(base / "journal.jsonl", many / f"s{i}" / "journal.jsonl")
+    one = session_metrics(base)
+    total = folder_metrics(many, workers=2)
+    assert total.sessions == 300
+    assert total.episodes == 300 * one.episodes
+    assert total.prompts["question"]["requested"] == 300 * one.prompts["question"]["requested"]
