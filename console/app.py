@@ -15,15 +15,24 @@ from .messages import AgentLine, SessionRecord
 from .screens.editor import EditorScreen
 from .screens.incidents import IncidentsScreen
 from .screens.rehearse import RehearseScreen
+from .screens.sessions import SessionsScreen
 from .text_backend import TextBackend
 
 
 class LullApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "Lull"
-    MODES = {"rehearse": RehearseScreen, "editor": EditorScreen, "incidents": IncidentsScreen}
+    MODES = {
+        "rehearse": RehearseScreen,
+        "editor": EditorScreen,
+        "incidents": IncidentsScreen,
+        "sessions": SessionsScreen,
+    }
     DEFAULT_MODE = "rehearse"
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", id="quit")]
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", id="quit"),
+        Binding("f12", "switch_mode('sessions')", "Sessions", id="sessions"),
+    ]
     COMMANDS = App.COMMANDS | {IncidentCommands}
 
     def __init__(
@@ -35,6 +44,7 @@ class LullApp(App):
         journal_dir: Path | None = None,
         flow_document: dict | None = None,
         incident_dir: Path | None = None,
+        recordings_dir: Path | None = None,
         voice=None,
         notice: str = "",
         verbose: bool = False,
@@ -45,6 +55,7 @@ class LullApp(App):
         self.flow_path = flow_path
         self.flow_document = flow_document if flow_document is not None else _document(flow, flow_path)
         self.incident_dir = incident_dir or Path.cwd() / "incidents"
+        self.recordings_dir = recordings_dir or Path.cwd() / "recordings"
         self.voice = voice  # a PiperVoice for spoken previews, loaded on first use
         self.notice = notice
         self.verbose = verbose

@@ -219,3 +219,35 @@ async def test_the_live_call_saves_as_an_incident_that_passes(tmp_path):
     outcome = run_incident(load_incident(path))
     assert outcome.passed, outcome.failures
     assert "reminder:gentle_check" in json.loads(path.read_text())["expect"]["prompts"]
+
+
+@run_async
+async def test_the_sessions_screen_steps_through_a_recording_and_replays_it(tmp_path):
+    from pathlib import Path as _Path
+
+    from sessions.scenarios import load_scenario, run_scenario
+
+    scenario = _Path(__file__).parent / "scenarios" / "default_hold_then_answer.json"
+    run_scenario(load_scenario(scenario), scenario, record_to=tmp_path / "recordings" / "take1")
+    app, backend, clock = make_app(tmp_path)
+    app.recordings_dir = tmp_path / "recordings"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f12")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.folders == [tmp_path / "recordings" / "take1"]
+        screen.open(screen.folders[0])
+        for _ in range(12):
+            await pilot.press("right")
+        await pilot.pause()
+        assert screen.cursor.index == 12
+        assert "input 12/" in str(screen.query_one("#session-timeline").render())
+        await pilot.press("left")
+        await pilot.pause()
+        assert screen.cursor.index == 11
+        await pilot.press("f6")  # replay under the flow as edited in this console
+        await pilot.pause()
+        log = "\n".join(line.text for line in screen.query_one("#session-log").lines)
+        assert "not caller behaviour" in log
+        # this console's flow has a quicker ladder than the recording's: episode 1 differs
+        assert "episode 1: CHANGED" in log
