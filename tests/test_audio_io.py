@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 import soundfile
-from audio_lab import pulse_lab, tone, write_wav  # noqa: F401  (pulse_lab is a fixture)
+from audio_lab import tone, write_wav
 
 from voices.audio import (
     AudioUnavailable,

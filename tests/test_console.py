@@ -4,9 +4,10 @@ import asyncio
 import functools
 import json
 
+from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
+
 from console.app import LullApp
 from console.prompts import prompt_items
-from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
 from ladder import PlaybackCompleted, PlaybackStarted
 from sessions.journal import read_journal
 

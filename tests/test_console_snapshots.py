@@ -3,8 +3,9 @@
 Regenerate after an intended change with: pytest tests/test_console_snapshots.py --snapshot-update
 """
 
-from console.app import LullApp
 from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
+
+from console.app import LullApp
 from ladder import PlaybackCompleted, PlaybackStarted
 
 SIZE = (140, 48)

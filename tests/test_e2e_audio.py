@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import soundfile
 
-from audio_lab import pulse_lab  # noqa: F401  (the fixture)
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
 
@@ -102,7 +101,7 @@ def run(coro):
     asyncio.run(asyncio.wait_for(coro, timeout=150))
 
 
-def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):  # noqa: F811
+def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
     floor = pulse_lab.noise_floor()
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
@@ -138,7 +137,7 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):  # 
     assert result.verdict == "CLEAN", result.describe()
 
 
-def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, tmp_path):  # noqa: F811
+def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, tmp_path):
     floor = pulse_lab.noise_floor()
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
@@ -168,7 +167,7 @@ def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, 
     assert heard.count("take your time") == 1, heard
 
 
-def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):  # noqa: F811
+def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):
     floor = pulse_lab.noise_floor()
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     stages = [
@@ -196,7 +195,7 @@ def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path): 
         assert words in heard, heard
 
 
-def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse_lab, models, tmp_path):  # noqa: F811
+def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse_lab, models, tmp_path):
     floor = pulse_lab.noise_floor()
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     call = Call(pulse_lab, models, default_flow(recovery_ms=2500), tmp_path / "take")

@@ -3,10 +3,10 @@
 import asyncio
 
 import numpy as np
+from console_fixtures import compile_data, quick_flow_data
 
 from console.live import LiveSession
 from console.voice_backend import FileSpeaker, VoiceBackend, VoiceModels
-from console_fixtures import compile_data, quick_flow_data
 from voices.stt import Recognition, RecognizerError
 
 
