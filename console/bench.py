@@ -199,7 +199,13 @@ def run_replay_bench(sessions: int = 10_000) -> dict:
         paired_inputs = sum(replay(b).inputs for b in bases)
 
         # the ladder core alone: a busy call's worth of events, fed again and again
-        from ladder import AskQuestion, PlaybackCompleted, TurnEnded, TurnInterpreted, TurnStarted
+        from ladder import (
+            AskQuestion,
+            PlaybackCompleted,
+            TurnEnded,
+            TurnInterpreted,
+            TurnStarted,
+        )
 
         controller, now, fed = Controller(), 0.0, 0
         started = time.perf_counter()

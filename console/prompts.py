@@ -7,7 +7,6 @@ and replaces the file atomically; an edit that does not validate never reaches i
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ladder.flow.compile import CompiledFlow
+from ladder.flow.edits import apply_edits
 from ladder.flow.locate import value_positions
 from ladder.policy import LadderPolicy
 from sessions.flowfiles import check_data
@@ -84,29 +84,23 @@ def lint(item: PromptItem, text: str, flow: CompiledFlow, measured_ms: float | N
 
 def edited_data(data: dict, edits: dict[tuple, str], flow: CompiledFlow) -> dict:
     """The flow document with `edits` applied (ladder defaults filled in where needed)."""
-    out = copy.deepcopy(data)
-    for path, text in edits.items():
-        if path[0] == "ladder":
-            ladder = out.setdefault("ladder", {})
-            if path[1] == "stages" and "stages" not in ladder:
-                ladder["stages"] = [s.model_dump(mode="json") for s in flow.ladder.stages]
-        node = out
-        for part in path[:-1]:
-            node = node[part]
-        node[path[-1]] = text
-    return out
+    return apply_edits(data, edits, flow)
 
 
-def apply_to_call(runtime, data: dict, edits: dict[tuple, str], source: str) -> CompiledFlow:
-    """Use the new wording from the next prompt on; raises ValueError if it does not compile."""
-    report = check_data(edited_data(data, edits, runtime.flow), source)
+def apply_to_call(session, data: dict, edits: dict[tuple, str], source: str) -> CompiledFlow:
+    """Use the new wording from the next prompt on; raises ValueError if it does not compile.
+
+    Each edit goes to the call as an input event, so the journal holds it and a replay
+    of the session makes the same decisions.
+    """
+    report = check_data(edited_data(data, edits, session.runtime.flow), source)
     if report.flow is None:
         raise ValueError(report.errors[0].line())
-    runtime.flow = report.flow
-    stage = runtime.asking[1] if runtime.asking else None
-    policy = report.flow.policy_for(stage, runtime.timing) if stage else report.flow.ladder
-    runtime.ladder.use_policy(policy)
-    return report.flow
+    from ladder.events import EditWording
+
+    for path, text in edits.items():
+        session.feed(EditWording(path, text))
+    return session.runtime.flow
 
 
 def save_flow_file(path: Path, edits: dict[tuple, str], flow: CompiledFlow) -> None:

@@ -272,6 +272,17 @@ class RequestTool(Event):
     args: dict | None = None
 
 
+@dataclass(frozen=True)
+class EditWording(Event):
+    """The designer changed a prompt's wording during the call (journaled, so replay sees it)."""
+
+    path: tuple  # JSON path in the flow file, e.g. ("ladder", "stages", 1, "prompt")
+    text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", tuple(self.path))  # JSON gives a list
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     "ask_question": AskQuestion,
     "announce": Announce,
@@ -297,6 +308,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     "set_fact": SetFact,
     "tool_result": ToolResult,
     "request_tool": RequestTool,
+    "edit_wording": EditWording,
 }
 EVENT_KINDS_BY_TYPE: dict[type[Event], str] = {v: k for k, v in EVENT_TYPES.items()}
 
@@ -329,6 +341,8 @@ def event_from_dict(data: dict) -> Event:
 
 
 def _check_literals(event: Event) -> None:
+    if isinstance(event, EditWording):
+        return  # its "path" is a JSON path, not a media path
     checks = {
         "intent": INTENTS,
         "timer": TIMER_KINDS,

@@ -27,7 +27,7 @@ def imported_modules(path: Path) -> set[str]:
 def test_no_ladder_module_imports_a_clock_io_thread_or_audio_module():
     offenders = {
         f"{path.name}: {sorted(imported_modules(path) & FORBIDDEN)}"
-        for path in sorted(LADDER.glob("*.py"))
+        for path in sorted(LADDER.rglob("*.py"))
         if imported_modules(path) & FORBIDDEN
     }
     assert not offenders, f"ladder must stay pure: {offenders}"

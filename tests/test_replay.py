@@ -80,3 +80,34 @@ def test_a_truncated_journal_replays_what_it_holds_and_says_what_was_skipped(tmp
     assert "truncated final line" in result.report
     assert result.verdict == "CLEAN", result.describe()  # what was written replays identically
     assert result.inputs > 10
+
+
+def test_a_call_whose_wording_was_edited_mid_call_replays_clean(tmp_path):
+    from console.prompts import apply_to_call
+    from console_fixtures import Clock, SilentBackend
+    from ladder import PlaybackCompleted, PlaybackStarted, StartCall
+
+    clock, backend = Clock(), SilentBackend()
+    data = quick_flow_data()
+    session = LiveSession(compile_data(data), backend, journal_dir=tmp_path / "edited", clock=clock)
+
+    async def body():
+        await session.start()
+        for _ in range(3):  # greeting, disclosure, question
+            token = backend.spoken[-1].token
+            session.feed(PlaybackStarted(token))
+            clock.advance(0.5)
+            session.feed(PlaybackCompleted(token))
+        apply_to_call(session, data, {("ladder", "stages", 1, "prompt"): "No rush at all."}, "edit")
+        clock.advance(0.45)
+        session._on_timer()
+        assert backend.spoken[-1].text == "No rush at all."
+        await session.stop()
+
+    asyncio.run(body())
+    result = replay(tmp_path / "edited")
+    assert result.verdict == "CLEAN", result.describe()
+    from sessions.journal import read_journal
+
+    inputs = [r["kind"] for r in read_journal(tmp_path / "edited").inputs()]
+    assert "edit_wording" in inputs

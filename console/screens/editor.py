@@ -150,7 +150,7 @@ class EditorScreen(Screen):
             self.notify("nothing to apply")
             return
         try:
-            apply_to_call(self.app.session.runtime, self._document(), self.edits, "edited flow")
+            apply_to_call(self.app.session, self._document(), self.edits, "edited flow")
         except ValueError as exc:
             self.notify(f"not applied: {exc}", severity="error", timeout=8)
             return
@@ -168,7 +168,7 @@ class EditorScreen(Screen):
         try:
             save_flow_file(path, self.edits, self.app.session.runtime.flow)
             # what is saved is the flow now: the running call uses it too
-            apply_to_call(self.app.session.runtime, self._document(), self.edits, str(path))
+            apply_to_call(self.app.session, self._document(), self.edits, str(path))
         except (OSError, ValueError) as exc:
             self.notify(f"not saved: {exc}", severity="error", timeout=8)
             return

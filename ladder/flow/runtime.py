@@ -37,6 +37,7 @@ from ..events import (
     Announce,
     AskQuestion,
     CallerUtterance,
+    EditWording,
     EndSession,
     Event,
     PlaybackCompleted,
@@ -157,6 +158,8 @@ class FlowRuntime:
             self._on_tool_result(event)
         elif isinstance(event, RequestTool):
             self._on_tool_request(event)
+        elif isinstance(event, EditWording):
+            self._on_edit(event)
         else:
             if isinstance(event, PlaybackCompleted) and event.transcript is not None:
                 self.transcripts[event.token] = event.transcript
@@ -411,6 +414,25 @@ class FlowRuntime:
         self._effects.append(CallTool(call, tool, args, stage, key))
         self._trace("tool_called", tool, call=call, stage_id=stage)
         self._absorb(self._to_ladder(ToolStarted(call, tool), self.now))
+
+    def _on_edit(self, event: EditWording) -> None:
+        """New wording from the next prompt on; an edit that does not compile changes nothing."""
+        from pydantic import ValidationError
+
+        from .compile import FlowCompileError, compile_flow
+        from .edits import apply_edits
+        from .spec import FlowSpec
+
+        document = self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        try:
+            flow = compile_flow(FlowSpec.model_validate(apply_edits(document, {event.path: event.text}, self.flow)))
+        except (ValidationError, FlowCompileError, KeyError, IndexError, TypeError) as exc:
+            self._trace("edit_rejected", type(exc).__name__, path=list(event.path))
+            return
+        self.flow = flow
+        stage = self.asking[1] if self.asking else None
+        self.ladder.use_policy(flow.policy_for(stage, self.timing) if stage else flow.ladder)
+        self._trace("wording_edited", "designer", path=list(event.path))
 
     def _on_tool_request(self, event: RequestTool) -> None:
         """A tool asked for outside a stage's own call (the designer, a scenario)."""
