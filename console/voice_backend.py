@@ -316,7 +316,9 @@ class VoiceBackend:
         """On the loop: 16 kHz mono frames; t_ms on the session clock (first sample)."""
         if self.record_dir is not None:
             self.mic_frames.append((t_ms, frames.copy()))
-        if self.health is not None:
+        if self.health is not None and not (self._input_failed and self.speaking):
+            # while the input is down, sound heard as the agent speaks may be its own
+            # voice (a monitor the stream fell back to): it is no evidence the mic is back
             self.health.observe(frames, t_ms)
         for event in self.segmenter.feed(frames, t_ms):
             if event.kind == "speech_started":

@@ -34,7 +34,9 @@ def test_lull_opens_the_rehearse_screen_injects_and_quits(tmp_path):
             pytest.fail("tmux is missing in CI: .ci/setup should install it")
         pytest.skip("tmux is not installed (apt-get install tmux)")
     session = f"lull-smoke-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "TERM": "xterm-256color"}
+    # a new user's terminal: no audio server from other tests, so lull says so and opens on text
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PULSE_", "ALSA_"))}
+    env["TERM"] = "xterm-256color"
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", "140", "-y", "48", "-c", str(tmp_path), str(LULL)],
         check=True,

@@ -1,0 +1,75 @@
+"""`lull bench turn|replay`: figures and ratios measured in one run."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ._app import app, err, out
+
+bench_app = typer.Typer(help="Benchmarks: figures and ratios measured in one run.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("turn")
+def bench_turn(
+    turns: Annotated[int, typer.Option("--turns", help="Caller turns to run (1-8).")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Caller turns through the file backend: latency per stage, raw model costs, ratio.
+
+    Example: lull bench turn --turns 8
+    """
+    from ..bench import run_turn_bench
+
+    with err.status(f"running {turns} caller turns in real time…"):
+        result = run_turn_bench(turns)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"{result['turns_measured']} caller turns (file backend, real models)", title_justify="left")
+    for column in ("stage", "median ms", "p90 ms"):
+        table.add_column(column)
+    for key, value in result["stages_ms"].items():
+        table.add_row(key.removesuffix("_ms").replace("_", " "), _fmt(value["median"]), _fmt(value["p90"]))
+    for key, value in result["raw_ms"].items():
+        table.add_row(f"raw: {key.replace('_', ' ')}", _fmt(value["median"]), _fmt(value["p90"]))
+    busy = result["loop_lateness_ms"]["while_stt_runs"]
+    table.add_row("loop timer lateness while whisper runs", _fmt(busy["median"]), f"{_fmt(busy['p90'])} (max {_fmt(busy['max'])})")
+    out.print(table)
+    out.print(f"framework overhead ratio (end of speech -> first audio, over raw whisper + piper first chunk): {result['overhead_ratio']}")
+    for name, ok in result["targets"].items():
+        out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+@bench_app.command("replay")
+def bench_replay(
+    sessions: Annotated[int, typer.Option("--sessions", help="How many synthetic sessions to report over.")] = 10_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Replay and paired replay speed, the core's cost per event, a report over many sessions.
+
+    Example: lull bench replay --sessions 10000
+    """
+    from ..bench import run_replay_bench
+
+    with err.status(f"recording, replaying and reporting over {sessions} sessions…"):
+        result = run_replay_bench(sessions)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    out.print(f"replay: {result['replay_events_per_s']} inputs/s; paired replay: {result['paired_replay_inputs_per_s']} inputs/s")
+    out.print(f"ladder core: {result['core_us_per_event']} µs per event")
+    out.print(
+        f"report over {result['report_sessions']} sessions on {result['workers']} cores: {result['report_s']} s, "
+        f"peak memory {result['peak_rss_mb']['this_process']} MB (largest worker {result['peak_rss_mb']['largest_worker']} MB)"
+    )
+    for name, ok in result["targets"].items():
+        out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+def _fmt(value) -> str:
+    return "-" if value is None or value != value else f"{value:.0f}"

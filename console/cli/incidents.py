@@ -1,0 +1,151 @@
+"""`lull incidents list|run`: the incident library on a virtual clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sessions.incidents import (
+    Incident,
+    IncidentError,
+    Outcome,
+    library_paths,
+    load_incident,
+    run_incident,
+)
+
+from ._app import app, fail, out
+
+incidents_app = typer.Typer(
+    help="The incident library: race, hold, media-failure and deadline schedules run on a virtual clock.",
+    no_args_is_help=True,
+)
+app.add_typer(incidents_app, name="incidents")
+
+
+def _resolve_incidents(names: list[str] | None) -> list[Incident]:
+    library = {p.stem: p for p in library_paths()}
+    if not names:
+        return [load_incident(p) for p in library.values()]
+    chosen: list[Incident] = []
+    for name in names:
+        path = Path(name)
+        if name in library:
+            chosen.append(load_incident(library[name]))
+        elif path.suffix == ".json" or path.exists():
+            if not path.exists():
+                raise IncidentError(f"{name}: no such incident file")
+            chosen.append(load_incident(path))
+        else:
+            raise IncidentError(
+                f"{name}: not an incident in the library or a .json file; "
+                "run 'lull incidents list' to see the names"
+            )
+    return chosen
+
+
+@incidents_app.command("list")
+def list_incidents(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the incidents shipped with Lull.
+
+    Example: lull incidents list
+    """
+    try:
+        incidents = [load_incident(p) for p in library_paths()]
+    except IncidentError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [{"name": i.name, "title": i.title, "source": i.source} for i in incidents],
+                indent=2,
+            )
+        )
+        return
+    table = Table(title="Incident library", title_justify="left")
+    table.add_column("incident", style="bold")
+    table.add_column("what it rehearses")
+    table.add_column("prohibited results")
+    for i in incidents:
+        table.add_row(i.name, i.title, "; ".join(p.what for p in i.prohibit))
+    out.print(table)
+
+
+@incidents_app.command("run")
+def run_incidents(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Library names or paths to incident .json files (default: the whole library)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="DIR",
+            help="Write each run as a session folder DIR/<incident>/journal.jsonl.",
+        ),
+    ] = None,
+) -> None:
+    """Run incidents on a virtual clock; exit 1 if any fails.
+
+    Examples:
+      lull incidents run
+      lull incidents run seven_waits duplicate_timeout
+      lull incidents run my_incident.json --json
+      lull incidents run seven_waits --record sessions-out
+    """
+    try:
+        incidents = _resolve_incidents(names)
+    except IncidentError as exc:
+        fail(str(exc))
+    if record is not None:
+        taken = [i.name for i in incidents if (record / i.name / "journal.jsonl").exists()]
+        if taken:
+            fail(f"{record / taken[0]}: a recorded session is already there; choose another --record folder")
+    outcomes = [
+        run_incident(i, record_to=None if record is None else record / i.name) for i in incidents
+    ]
+    if as_json:
+        typer.echo(json.dumps([o.to_dict() for o in outcomes], indent=2))
+    else:
+        _print_outcomes(outcomes)
+    failed = [o for o in outcomes if not o.passed]
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_outcomes(outcomes: list[Outcome]) -> None:
+    table = Table(title="Incidents on a virtual clock", title_justify="left")
+    table.add_column("incident", style="bold")
+    table.add_column("verdict")
+    table.add_column("requested", justify="right")
+    table.add_column("started", justify="right")
+    table.add_column("completed", justify="right")
+    table.add_column("cancelled", justify="right")
+    table.add_column("final state")
+    table.add_column("outcome")
+    for o in outcomes:
+        verdict = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
+        table.add_row(
+            o.incident.name,
+            verdict,
+            str(o.counts["requested"]),
+            str(o.counts["started"]),
+            str(o.counts["completed"]),
+            str(o.counts["cancelled"]),
+            o.snapshot["state"],
+            o.snapshot["outcome"] or "-",
+        )
+    out.print(table)
+    for o in outcomes:
+        for failure in o.failures:
+            out.print(f"[red]{o.incident.name}[/]: {failure}", highlight=False)
+    passed = sum(o.passed for o in outcomes)
+    out.print(f"{passed} of {len(outcomes)} incidents passed")

@@ -1,0 +1,144 @@
+"""`lull rehearse`: a live call, in the console or headless, on a chosen backend."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sessions.flowfiles import (
+    DEFAULT_FLOW,
+    FlowFileError,
+    library_flow_path,
+    load_flow,
+    resolve_flow,
+)
+
+from ._app import app, err, fail, out
+
+
+@app.command("rehearse")
+def rehearse(
+    flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
+    backend: Annotated[str, typer.Option("--backend", help="audio, file or text (default: audio where a device exists, else text).")] = "auto",
+    headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
+    journal: Annotated[
+        Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
+    ] = None,
+    caller: Annotated[Path | None, typer.Option("--caller", help="file backend: the caller's audio (a WAV file).")] = None,
+    input_device: Annotated[str | None, typer.Option("--input-device", help="audio backend: microphone name or index.")] = None,
+    output_device: Annotated[str | None, typer.Option("--output-device", help="audio backend: speaker name or index.")] = None,
+    voice: Annotated[str | None, typer.Option("--voice", help="Another piper voice (.onnx with its .onnx.json).")] = None,
+    stt_model: Annotated[str | None, typer.Option("--stt-model", help="Another faster-whisper model: a size name or a directory.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every trace record.")] = False,
+) -> None:
+    """Rehearse a flow live in the console (or --headless: print the event stream).
+
+    Typed lines are caller turns; in headless mode, lines starting with / inject
+    incidents (/fail input, /recover input, /dup, /hangup, /tool NAME slow, /quit).
+
+    Examples:
+      lull rehearse
+      lull rehearse my_flow.json --journal takes/1
+      lull rehearse --backend file --caller caller.wav --headless --journal takes/2
+      printf 'give me a moment\n4 8 2 1\nyes\n' | lull rehearse --backend text --headless
+    """
+    import asyncio
+
+    from ..headless import HELP, rehearse_headless
+    from ..live import LiveSession
+
+    if backend not in ("auto", "audio", "file", "text"):
+        fail(f"--backend {backend}: expected audio, file or text")
+    if backend == "file" and caller is None:
+        fail("--backend file needs --caller caller.wav (the caller's audio)")
+    if caller is not None and not caller.is_file():
+        fail(f"--caller {caller}: no such file")
+    if journal is not None and (journal / "journal.jsonl").exists():
+        fail(f"{journal}: a recorded session is already there; choose another --journal folder")
+    if not headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail("the console needs a terminal; use --headless to print the event stream instead")
+    try:
+        compiled = load_flow(flow)
+    except FlowFileError as exc:
+        fail(str(exc))
+    chosen, notice = _choose_backend(backend, input_device, output_device)
+    the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model)
+    if not headless:
+        from ..app import LullApp
+
+        path = None if library_flow_path(flow) is not None else resolve_flow(flow)
+        LullApp(compiled, flow_path=path, backend=the_backend, journal_dir=journal, notice=notice, verbose=verbose).run()
+        return
+    if notice:
+        err.print(notice, highlight=False)
+    out.print(f"[bold]Lull[/]: rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}", highlight=False)
+
+    def line(who: str, text: str) -> None:
+        out.print(f"[bold]{who:>6} >[/] {text}", highlight=False)
+
+    the_backend.on_line = line
+    session = LiveSession(compiled, the_backend, journal_dir=journal)
+    outcome = asyncio.run(
+        rehearse_headless(
+            session,
+            the_backend.say,
+            write=lambda s: out.print(s, highlight=False),
+            verbose=verbose,
+            speaking=lambda: the_backend.speaking,
+        )
+    )
+    latencies = getattr(the_backend, "latencies", [])
+    for latency in latencies:
+        out.print(f"turn {latency.turn}: {latency.as_dict()}", highlight=False)
+    out.print(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
+
+
+def _choose_backend(backend: str, input_device: str | None, output_device: str | None) -> tuple[str, str]:
+    """The backend to use and, when it is not what was asked for, a notice saying why."""
+    if backend in ("text", "file"):
+        return backend, ("Text backend: type the caller's turns below." if backend == "text" else "")
+    from voices.audio import AudioUnavailable, resolve_device
+
+    try:
+        resolve_device(input_device, "input")
+        resolve_device(output_device, "output")
+    except AudioUnavailable as exc:
+        if backend == "audio":
+            fail(str(exc))
+        return "text", f"Text backend: {exc}"
+    return "audio", ""
+
+
+def _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model):
+    from ..text_backend import TextBackend
+
+    if chosen == "text":
+        return TextBackend()
+    from voices.audio import AudioUnavailable, resolve_device
+    from voices.stt import RecognizerError
+    from voices.tts import VoiceError
+
+    from ..voice_backend import AudioBackend, FileBackend, VoiceModels
+
+    with err.status("loading the voice and the recognizer…"):
+        try:
+            models = VoiceModels.load(voice_path=voice, stt_model=stt_model)
+        except (VoiceError, RecognizerError) as exc:
+            fail(str(exc))
+    if chosen == "file":
+        try:
+            return FileBackend(models, caller, record_dir=journal)
+        except ValueError as exc:
+            fail(str(exc))
+    try:
+        return AudioBackend(
+            models,
+            input_device=resolve_device(input_device, "input"),
+            output_device=resolve_device(output_device, "output"),
+            record_dir=journal,
+        )
+    except AudioUnavailable as exc:
+        fail(str(exc))

@@ -1,0 +1,249 @@
+"""`lull sessions ...`: recorded sessions listed, shown, replayed, stepped, reported, exported."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sessions.flowfiles import (
+    FlowFileError,
+    load_flow,
+)
+
+from ._app import app, fail, out
+
+sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+
+def _session_folders(root: Path) -> list[Path]:
+    if (root / "journal.jsonl").is_file():
+        return [root]
+    return sorted(p.parent for p in root.glob("*/journal.jsonl"))
+
+
+@sessions_app.command("list")
+def sessions_list(folder: Annotated[Path, typer.Argument(help="A folder of session folders.")] = Path(".")) -> None:
+    """List recorded sessions with their source, flow, length and outcome.
+
+    Example: lull sessions list takes/
+    """
+    from sessions.journal import JournalError, read_journal
+
+    if not folder.is_dir():
+        fail(f"{folder}: no such folder")
+    found = _session_folders(folder)
+    if not found:
+        fail(f"{folder}: no session folders (a session folder holds journal.jsonl)", code=1)
+    table = Table(title=f"Sessions in {folder}", title_justify="left")
+    for column in ("session", "source", "flow", "records", "length", "outcome", "skipped"):
+        table.add_column(column)
+    for path in found:
+        try:
+            journal = read_journal(path)
+        except JournalError as exc:
+            table.add_row(path.name, "-", "-", "-", "-", f"unreadable: {exc}", "-")
+            continue
+        closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
+        length = journal.records[-1]["t_ms"] / 1000 if journal.records else 0
+        table.add_row(
+            path.name,
+            str(journal.header.get("source", "?")),
+            str(journal.header.get("flow") or journal.header.get("incident") or "-"),
+            str(len(journal.records)),
+            f"{length:.1f}s",
+            closed[-1]["outcome"] if closed else "open",
+            str(len(journal.skipped)),
+        )
+    out.print(table)
+
+
+@sessions_app.command("show")
+def sessions_show(session: Annotated[Path, typer.Argument(help="A session folder (or its journal.jsonl).")]) -> None:
+    """Show a session: its header, what was loaded or skipped, and the event stream.
+
+    Example: lull sessions show takes/1
+    """
+    from sessions.journal import JournalError, read_journal
+
+    from ..describe import describe, seconds
+
+    try:
+        journal = read_journal(session)
+    except (JournalError, FileNotFoundError) as exc:
+        fail(str(exc))
+    header = {k: v for k, v in journal.header.items() if k not in ("ladder_policy", "flow_document")}
+    out.print(json.dumps(header, indent=2), highlight=False)
+    out.print(journal.report(), highlight=False)
+    for record in journal.records:
+        if record["type"] == "decision":
+            text = describe(record)
+            if text:
+                out.print(f"[{seconds(record['t_ms']):>7}] {text}", highlight=False)
+
+
+@sessions_app.command("replay")
+def sessions_replay(
+    sessions: Annotated[list[Path], typer.Argument(help="Session folders.")],
+    flow: Annotated[str | None, typer.Option("--flow", help="Paired replay: the same inputs under this flow.")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay of an incident session under this ladder policy (JSON).")] = None,
+) -> None:
+    """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
+
+    With --flow or --policy, a paired replay: the same inputs under another policy, with
+    what each decided per episode.
+
+    Examples:
+      lull sessions replay takes/*
+      lull sessions replay takes/1 --flow my_flow_v2.json
+    """
+    from ladder import LadderPolicy
+    from sessions.journal import JournalError
+    from sessions.paired import paired_replay
+    from sessions.replay import ReplayError, replay
+
+    other_flow = other_policy = None
+    try:
+        if flow is not None:
+            other_flow = load_flow(flow)
+        if policy is not None:
+            other_policy = LadderPolicy.model_validate_json(policy.read_text(encoding="utf-8"))
+    except FlowFileError as exc:
+        fail(str(exc))
+    except (OSError, ValueError) as exc:
+        fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
+    drift = False
+    for path in sessions:
+        try:
+            if other_flow is not None or other_policy is not None:
+                report = paired_replay(path, flow=other_flow, policy=other_policy)
+                out.print(f"[bold]{path}[/]: {report.caveat}", highlight=False)
+                for diff in report.episodes:
+                    mark = "[yellow]changed[/]" if diff.changed else "same"
+                    out.print(f"  episode {diff.episode} {mark}", highlight=False)
+                    out.print(f"    recorded: {diff.before.line() if diff.before else '-'}", highlight=False)
+                    out.print(f"    paired:   {diff.after.line() if diff.after else '-'}", highlight=False)
+                out.print(f"  session outcome: recorded {report.session_outcome[0]}, paired {report.session_outcome[1]}", highlight=False)
+                continue
+            result = replay(path)
+        except (JournalError, ReplayError, FileNotFoundError, FlowFileError) as exc:
+            fail(str(exc))
+        style = "green" if result.verdict == "CLEAN" else "bold red"
+        out.print(f"[{style}]{result.verdict}[/] {result.describe()}", highlight=False)
+        if "no lines skipped" not in result.report:
+            out.print(f"  {result.report}", highlight=False)
+        drift |= result.verdict == "DRIFT"
+    if drift:
+        raise typer.Exit(1)
+
+
+@sessions_app.command("step")
+def sessions_step(
+    session: Annotated[Path, typer.Argument(help="A session folder.")],
+    at: Annotated[int, typer.Option("--at", help="Show the state after this many inputs.")] = 1,
+) -> None:
+    """Show the full core state after input N (the console's sessions screen steps interactively).
+
+    Example: lull sessions step takes/1 --at 12
+    """
+    from sessions.journal import JournalError
+    from sessions.replay import ReplayError
+    from sessions.step import Cursor
+
+    try:
+        cursor = Cursor(session)
+    except (JournalError, ReplayError, FileNotFoundError) as exc:
+        fail(str(exc))
+    if not 0 <= at <= len(cursor):
+        fail(f"--at {at}: the session has {len(cursor)} inputs; expected 0..{len(cursor)}")
+    position = cursor.seek(at)
+    out.print(f"input {position.index} of {len(cursor)} at {position.t_ms / 1000:.3f}s: {json.dumps(position.event)}", highlight=False)
+    for decision in position.decisions:
+        out.print(f"  -> {json.dumps(decision)[:160]}", highlight=False)
+    typer.echo(json.dumps(position.state, indent=2))
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session: Annotated[Path, typer.Argument(help="A session folder.")],
+    as_: Annotated[str, typer.Option("--as", help="incident or scenario.")] = "incident",
+    out_path: Annotated[Path | None, typer.Option("--out", help="Where to write (default: print).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The fixture's name.")] = None,
+) -> None:
+    """Make a regression fixture from a recorded session.
+
+    Examples:
+      lull sessions export takes/1 --as incident --out incidents/take1.json
+      lull sessions export takes/1 --as scenario --out tests/scenarios/take1.json
+    """
+    import re
+
+    from sessions.export import export_incident, export_scenario
+    from sessions.journal import JournalError
+    from sessions.replay import ReplayError
+
+    if as_ not in ("incident", "scenario"):
+        fail(f"--as {as_}: expected incident or scenario")
+    if out_path is not None and out_path.exists():
+        fail(f"--out {out_path}: the file exists; choose another name (nothing was overwritten)")
+    fixture_name = name or re.sub(r"[^a-z0-9_\-]", "_", (out_path.stem if out_path else session.name).lower())
+    try:
+        document = export_incident(session, fixture_name) if as_ == "incident" else export_scenario(session, fixture_name)
+    except (JournalError, ReplayError, FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    text = json.dumps(document, indent=2) + "\n"
+    if out_path is None:
+        typer.echo(text)
+    else:
+        out_path.write_text(text, encoding="utf-8")
+        out.print(f"wrote {out_path}")
+
+
+@sessions_app.command("report")
+def sessions_report(
+    path: Annotated[Path, typer.Argument(help="A session folder, or a folder of them.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV: metric,count,denominator,of.")] = False,
+) -> None:
+    """Counts with their denominators over one session or many (read on every core).
+
+    Examples:
+      lull sessions report takes/
+      lull sessions report takes/ --csv > metrics.csv
+    """
+    import csv
+
+    from sessions.metrics import folder_metrics
+
+    if not path.exists():
+        fail(f"{path}: no such session or folder")
+    metrics = folder_metrics(path)
+    if metrics.sessions == 0 and metrics.unreadable == 0:
+        fail(f"{path}: no session folders (a session folder holds journal.jsonl)", code=1)
+    if as_json:
+        typer.echo(json.dumps(metrics.to_dict(), indent=2))
+        return
+    if as_csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerow(["metric", "count", "denominator", "of"])
+        writer.writerows(metrics.rows())
+        return
+    table = Table(title=f"Metrics over {metrics.sessions} session(s)", title_justify="left")
+    for column in ("metric", "count", "of", "share"):
+        table.add_column(column)
+    for metric, count, denominator, of in metrics.rows():
+        share = f"{count / denominator:.0%}" if denominator else ""
+        table.add_row(metric, str(count), f"{denominator} {of}" if denominator is not None else "", share)
+    out.print(table)
+    if metrics.sequences:
+        sequences = Table(title="Prompt sequence per episode", title_justify="left")
+        sequences.add_column("sequence")
+        sequences.add_column("episodes")
+        for sequence, count in metrics.sequences.most_common(12):
+            sequences.add_row(sequence, str(count))
+        out.print(sequences)
