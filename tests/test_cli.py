@@ -189,3 +189,42 @@ def test_sessions_list_show_and_replay(tmp_path):
     journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
     drift = lull("sessions", "replay", str(record / "default_hold_then_answer"))
     assert drift.returncode == 1 and "DRIFT" in drift.stdout and "Of course, no hurry." in drift.stdout
+
+
+def _no_audio_env():
+    import os
+
+    # a machine with PortAudio but no sound card and no audio server
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PULSE_", "ALSA_"))} | {
+        "PULSE_SERVER": "unix:/nonexistent/pulse/native"
+    }
+
+
+def test_asking_for_audio_with_no_device_is_one_line_pointing_to_the_text_backend():
+    result = subprocess.run(
+        [LULL, "rehearse", "--backend", "audio", "--headless"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=_no_audio_env(),
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--backend text" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_file_backend_needs_a_caller_file(tmp_path):
+    result = lull("rehearse", "--backend", "file", "--headless")
+    assert result.returncode == 2 and "--caller" in result.stderr
+    result = lull("rehearse", "--backend", "file", "--caller", str(tmp_path / "none.wav"), "--headless")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_say_refuses_to_overwrite_and_transcribe_reads_it_back(tmp_path):
+    wav = tmp_path / "q.wav"
+    made = lull("say", "What is your reference code?", "--out", str(wav))
+    assert made.returncode == 0 and wav.exists()
+    before = wav.read_bytes()
+    again = lull("say", "Something else.", "--out", str(wav))
+    assert again.returncode == 2 and "nothing was overwritten" in again.stderr
+    assert wav.read_bytes() == before
+    heard = lull("transcribe", str(wav))
+    assert heard.returncode == 0 and "reference code" in heard.stdout.lower()
