@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..controller import Controller
 from ..effects import (
     Answered,
@@ -50,8 +52,18 @@ from ..events import (
     TurnInterpreted,
 )
 from ..states import FINAL_PROMPT_STATUSES, PromptStatus
-from .compile import MAIN, CompiledFlow, Layer, downstream, merge_timing, stage_timing
-from .spec import StageSpec, Timing
+from .compile import (
+    MAIN,
+    CompiledFlow,
+    FlowCompileError,
+    Layer,
+    compile_flow,
+    downstream,
+    merge_timing,
+    stage_timing,
+)
+from .edits import apply_edits
+from .spec import FlowSpec, StageSpec, Timing
 from .text import (
     parse_digits,
     parse_number,
@@ -417,12 +429,6 @@ class FlowRuntime:
 
     def _on_edit(self, event: EditWording) -> None:
         """New wording from the next prompt on; an edit that does not compile changes nothing."""
-        from pydantic import ValidationError
-
-        from .compile import FlowCompileError, compile_flow
-        from .edits import apply_edits
-        from .spec import FlowSpec
-
         document = self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         try:
             flow = compile_flow(FlowSpec.model_validate(apply_edits(document, {event.path: event.text}, self.flow)))
