@@ -234,7 +234,10 @@ class VoiceBackend:
         from voices.vad import SileroVad, SpeechSegmenter
 
         self.session = session
-        self.segmenter = SpeechSegmenter(SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms)
+        # 300 ms of pre-roll: the VAD decides a little after the first syllable starts
+        self.segmenter = SpeechSegmenter(
+            SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=300
+        )
         spec = session.flow.spec
         if self.models.matcher_kind == "embedding":
             from voices.interpret import make_matcher
@@ -314,6 +317,8 @@ class VoiceBackend:
 
     def on_frames(self, frames: np.ndarray, t_ms: float) -> None:
         """On the loop: 16 kHz mono frames; t_ms on the session clock (first sample)."""
+        if self.session is None or self.session.closed.is_set():
+            return  # frames still in flight after the call ended
         if self.record_dir is not None:
             self.mic_frames.append((t_ms, frames.copy()))
         if self.health is not None and not (self._input_failed and self.speaking):

@@ -63,6 +63,16 @@ class Call:
         )
         self.session = LiveSession(flow, self.backend, journal_dir=folder)
         self.folder = folder
+        self.stream: list[str] = []  # the event stream, for a failure message
+
+        from console.describe import describe
+
+        def keep(now, kind, record):
+            text = describe(record)
+            if text:
+                self.stream.append(f"{now / 1000:7.2f} {text}")
+
+        self.session.listeners.append(keep)
 
     def spoken(self, kind):
         prompts = self.session.runtime.ladder.prompts.values()
@@ -72,7 +82,8 @@ class Call:
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; ladder state {self.session.runtime.ladder.state.value}")
+                tail = "\n".join(self.stream[-25:])
+                raise AssertionError(f"timed out; ladder state {self.session.runtime.ladder.state.value}; last events:\n{tail}")
             await asyncio.sleep(0.05)
 
     async def question_asked(self, stage):
@@ -97,16 +108,40 @@ def journal_effects(folder, effect):
     return [r for r in read_journal(folder).decisions() if r.get("effect") == effect]
 
 
-def run(coro):
-    asyncio.run(asyncio.wait_for(coro, timeout=150))
+def run(call, scenario):
+    """Run a scenario; whatever happens, stop the call in its own loop, closing the streams
+    (a stream left open would keep calling back into a dead loop during later tests)."""
+
+    async def guarded():
+        try:
+            await asyncio.wait_for(scenario(), timeout=150)
+        finally:
+            await call.session.stop()
+
+    asyncio.run(guarded())
+
+
+def says(heard: str, phrase: str, at_least: float = 0.75) -> bool:
+    """Did the recording say `phrase`? Word-level similarity over a sliding window, so
+    tiny.en's small slips ("carry it on") do not fail a test about the agent's words."""
+    from ladder.flow.text import word_similarity, words
+
+    said, n = words(heard), len(words(phrase))
+    return any(
+        word_similarity(" ".join(said[i : i + size]), phrase) >= at_least
+        for size in (n - 1, n, n + 1)
+        for i in range(max(1, len(said) - size + 1))
+    )
 
 
 def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
     floor = pulse_lab.noise_floor()
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
-    code = caller_wav(models, tmp_path, "code", "four eight two one")
-    yes = caller_wav(models, tmp_path, "yes", "yes")
+    # a few words before the digits, as callers say them: a clipped first syllable then
+    # costs a word, not a digit
+    code = caller_wav(models, tmp_path, "code", "my code is four eight two one")
+    yes = caller_wav(models, tmp_path, "yes", "yes, that's right")
 
     async def scenario():
         await call.session.start()
@@ -117,7 +152,7 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
         await asyncio.wait_for(call.session.closed.wait(), 40)
 
     try:
-        run(scenario())
+        run(call, scenario)
     finally:
         floor.stop()
         capture.stop()
@@ -127,8 +162,8 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
     assert [(r["slot"], r["value"]) for r in filled] == [("reference_code", "[redacted]"), ("code_confirmed", True)]
     assert (tmp_path / "take" / "mic.wav").exists() and (tmp_path / "take" / "out.wav").exists()
     heard = transcript_of(tmp_path / "speaker.wav")
-    for words in ("reference desk", "recorded for quality", "reference code", "is that right", "goodbye"):
-        assert words in heard, heard
+    for phrase in ("this is the reference desk", "recorded for quality and training", "what is your reference code", "is that right", "nothing else has been changed"):
+        assert says(heard, phrase), (phrase, heard)
     latencies = [r for r in read_journal(tmp_path / "take").decisions() if r.get("effect") == "Observation"]
     assert len(latencies) >= 2 and all(r["eos_to_first_audio_ms"] is not None for r in latencies)
     from sessions.replay import replay
@@ -142,7 +177,7 @@ def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, 
     capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
     call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
     moment = caller_wav(models, tmp_path, "moment", "give me a moment")
-    code = caller_wav(models, tmp_path, "code", "four eight two one")
+    code = caller_wav(models, tmp_path, "code", "okay, it is four eight two one")
 
     async def scenario():
         await call.session.start()
@@ -155,7 +190,7 @@ def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, 
         await call.session.stop()
 
     try:
-        run(scenario())
+        run(call, scenario)
     finally:
         floor.stop()
         capture.stop()
@@ -164,7 +199,7 @@ def test_give_me_a_moment_is_acknowledged_once_then_answered(pulse_lab, models, 
     episodes = journal_effects(tmp_path / "take", "EpisodeEnded")
     assert episodes[0]["outcome"] == "explicit_wait"
     heard = transcript_of(tmp_path / "speaker.wav")
-    assert heard.count("take your time") == 1, heard
+    assert heard.count("take your time") == 1, heard  # one acknowledgement, no reminder
 
 
 def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):
@@ -183,7 +218,7 @@ def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):
         await asyncio.wait_for(call.session.closed.wait(), 60)
 
     try:
-        run(scenario())
+        run(call, scenario)
     finally:
         floor.stop()
         capture.stop()
@@ -191,8 +226,8 @@ def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):
     closed = journal_effects(tmp_path / "take", "SessionClosed")
     assert closed[0]["outcome"] == "closed_incomplete"
     heard = transcript_of(tmp_path / "speaker.wav")
-    for words in ("would you like more time", "without the code", "nothing has been changed"):
-        assert words in heard, heard
+    for phrase in ("would you like more time", "we can carry on without the code", "nothing has been changed goodbye"):
+        assert says(heard, phrase), (phrase, heard)
 
 
 def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse_lab, models, tmp_path):
@@ -211,7 +246,7 @@ def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse
         await asyncio.wait_for(call.session.closed.wait(), 40)
 
     try:
-        run(scenario())
+        run(call, scenario)
     finally:
         capture.stop()
         pulse_lab.restore_mic()
@@ -224,5 +259,5 @@ def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse
     assert closed[0]["outcome"] == "input_path_failed"
     assert call.session.runtime.state.get("reference_code") is None
     heard = transcript_of(tmp_path / "speaker.wav")
-    assert "trouble with the line" in heard and "reference code" in heard, heard
+    assert says(heard, "having trouble with the line") and says(heard, "what is your reference code"), heard
     assert "take your time" not in heard  # no reminder re-asks into a dead channel
