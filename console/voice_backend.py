@@ -104,6 +104,11 @@ class FileSpeaker:
         self._finished.add(token)
         self._kick()
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued or playing (the same question `voices.audio.Speaker` answers)."""
+        return not self._queue
+
     def enqueue(self, token: int, audio: np.ndarray) -> None:
         self.append(token, audio)
         self.finish(token)
@@ -381,8 +386,7 @@ class VoiceBackend:
     def speaking(self) -> bool:
         if self.output is None:
             return False
-        idle = getattr(self.output, "idle", None)
-        return not idle() if idle is not None else bool(self.output._queue)
+        return not self.output.idle
 
     # -- health ----------------------------------------------------------------------------
 

@@ -109,3 +109,17 @@ def _latency():
     from console.voice_backend import TurnLatency
 
     return TurnLatency("heard-1", 0.0)
+
+
+def test_speaking_is_true_while_audio_is_queued_and_false_after():
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical"), name="fake")
+        session, _ = await start(backend)
+        assert not backend.speaking  # piped caller lines wait on this
+        backend.output.enqueue(-1, np.zeros(1600, np.float32))
+        assert backend.speaking
+        await asyncio.sleep(0.5)  # 0.1 s of audio plus the 150 ms pad
+        assert not backend.speaking
+        await session.stop()
+
+    asyncio.run(body())

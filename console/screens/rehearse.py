@@ -40,6 +40,7 @@ class RehearseScreen(Screen):
         super().__init__(**kwargs)
         self.incidents: Incidents | None = None
         self.tool_mode = "ok"
+        self._refresh_pending = False
 
     @property
     def session(self):
@@ -85,12 +86,16 @@ class RehearseScreen(Screen):
             matched = record.get("matched")
             detail = f"intent {matched} {record.get('score', 0):.2f}" if matched else "unclear"
             self.query_one(Transcript).add("", f"→ {record['reason']} ({detail})")
-        self.refresh_panels()
+        # one input yields a dozen records: redraw the panels once, after the batch
+        if not self._refresh_pending:
+            self._refresh_pending = True
+            self.call_later(self.refresh_panels)
 
     def on_agent_line(self, message: AgentLine) -> None:
         self.query_one(Transcript).add(message.who, message.text)
 
     def refresh_panels(self) -> None:
+        self._refresh_pending = False
         session = self.session
         now = session.now_ms()
         snapshot = session.runtime.ladder.snapshot()
