@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +46,16 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
+DEFAULT_TOOL_TIMEOUT_MS = 10_000.0
+
+
 @dataclass
 class ToolRunner:
-    """Tools are simulated from the flow's data: a latency and an outcome, in real time."""
+    """Tools are simulated from the flow's data: a latency and an outcome, in real time.
+
+    A tool that takes longer than its `timeout_ms` is given up on: its outcome is
+    `unknown` (it may still have happened), so no call waits forever on a tool.
+    """
 
     overrides: dict[str, tuple[float, str]] = field(default_factory=dict)  # console toggles
 
@@ -56,6 +64,9 @@ class ToolRunner:
         latency, outcome, result = (0.0, "ok", {}) if spec is None else (spec.latency_ms, spec.outcome, dict(spec.result))
         if tool in self.overrides:
             latency, outcome = self.overrides[tool]
+        timeout = getattr(spec, "timeout_ms", DEFAULT_TOOL_TIMEOUT_MS)
+        if latency > timeout:
+            return timeout, "unknown", {"timed_out_after_ms": timeout}
         return latency, outcome, result
 
 
@@ -86,6 +97,11 @@ class LiveSession:
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
         self.timer_lateness: list[float] = []  # ms each core timer fired after its due time
+        # inputs an edge produced while the effects of another input were executing (a
+        # cancel that reports the interruption at once): fed after it, in order (S6)
+        self._deferred: deque[tuple[float, Event]] = deque()
+        self._feeding = False
+        self._last_now = 0.0
         backend.attach(self)
 
     # -- time ---------------------------------------------------------------------------
@@ -150,11 +166,35 @@ class LiveSession:
         self.loop.call_soon_threadsafe(self.feed, event)
 
     def feed(self, event: Event) -> list[Effect]:
-        """On the loop only: one input through the core, journaled, effects executed."""
+        """On the loop only: one input through the core, journaled, effects executed.
+
+        An input that arrives while effects are executing (a backend's `cancel()` that
+        reports `PlaybackInterrupted` at once) is not fed inside the effect loop, where
+        its records would interleave with the earlier input's: it waits its turn and is
+        fed with the time it was produced, after the decisions it followed.
+        """
         now = self.now_ms()
+        if self._feeding:
+            self._deferred.append((now, event))
+            return []
+        self._feeding = True
+        try:
+            effects = self._feed_one(now, event)
+            while self._deferred:
+                self._feed_one(*self._deferred.popleft())
+        finally:
+            self._feeding = False
+        self._arm()
+        return effects
+
+    def _feed_one(self, now: float, event: Event) -> list[Effect]:
+        now = max(now, self._last_now)  # the core refuses time going backwards
+        self._last_now = now
         effects = self.runtime.handle(event, now)
         self._record(now, "input", {"kind": event.kind, "event": event.to_dict()})
-        self._after(now, effects)
+        for effect in effects:
+            self._record(now, "decision", effect.to_dict(), effect)
+            self._execute(effect)
         return effects
 
     def _on_timer(self) -> None:
@@ -182,12 +222,6 @@ class LiveSession:
         self._timer = self.loop.call_later(delay, self._on_timer)
 
     # -- effects ------------------------------------------------------------------------------
-
-    def _after(self, now: float, effects: list[Effect]) -> None:
-        for effect in effects:
-            self._record(now, "decision", effect.to_dict(), effect)
-            self._execute(effect)
-        self._arm()
 
     def _execute(self, effect: Effect) -> None:
         if isinstance(effect, RequestPrompt):

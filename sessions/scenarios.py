@@ -173,7 +173,8 @@ class Simulation:
         self.flow = flow
         self.runtime = FlowRuntime(flow)
         plans = {
-            t.name: ToolPlan(t.latency_ms, t.outcome, dict(t.result)) for t in flow.spec.tools
+            t.name: ToolPlan(t.latency_ms, t.outcome, dict(t.result), getattr(t, "timeout_ms", 10_000.0))
+            for t in flow.spec.tools
         }
         self.call = VirtualCall(self.runtime, scenario.playback, plans)
         self._apply_tool_overrides(scenario.tools)
@@ -188,6 +189,7 @@ class Simulation:
                 plan.latency_ms if override.latency_ms is None else override.latency_ms,
                 plan.outcome if override.outcome is None else override.outcome,
                 plan.result if override.result is None else override.result,
+                plan.timeout_ms,
             )
 
     def settle(self) -> None:

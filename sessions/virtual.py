@@ -73,6 +73,7 @@ class ToolPlan:
     latency_ms: float
     outcome: str
     result: dict
+    timeout_ms: float = 10_000.0  # longer than this and the outcome is unknown
 
 
 def flatten(effect: Effect, at: float) -> dict:
@@ -222,7 +223,10 @@ class VirtualCall:
     def _simulate_tool(self, call: CallTool) -> None:
         plan = self.tools.get(call.tool, ToolPlan(0, "ok", {}))
         self.tools_running.add(call.call)
-        self.push(self.now + plan.latency_ms, ("tool", call.call, plan.outcome, plan.result), ENDPOINT)
+        latency, outcome, result = plan.latency_ms, plan.outcome, plan.result
+        if latency > plan.timeout_ms:  # given up on: it may still have happened
+            latency, outcome, result = plan.timeout_ms, "unknown", {"timed_out_after_ms": plan.timeout_ms}
+        self.push(self.now + latency, ("tool", call.call, outcome, result), ENDPOINT)
 
     def resolve(self, item: Any) -> Event | None:
         """Turn a queued item into the event to feed (None: nothing reaches the core)."""

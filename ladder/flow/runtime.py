@@ -65,6 +65,8 @@ from .compile import (
 from .edits import apply_edits
 from .spec import FlowSpec, StageSpec, Timing
 from .text import (
+    hide_digit_values,
+    mask_digits,
     parse_digits,
     parse_number,
     parse_yes_no,
@@ -121,9 +123,17 @@ class FlowRuntime:
         self.timing: Timing | None = None
         self.asking: tuple[str, str] | None = None  # (layer, stage) with the pending question
         self.partial: dict[str, str] = {}  # slot -> digits heard so far
-        self.secrets: set[str] = set()  # every value a redacted slot ever held
+        # redaction (G6): values of redacted digit slots, of redacted text slots, the
+        # caller turns that filled a text slot, and the digit cipher for caller words
+        self.secret_digits: set[str] = set()
+        self.secret_texts: set[str] = set()
         self.turn_fragments: dict[str, list[str]] = {}  # turn -> the secret words it said
         self._stand_ins: dict[str, str] = {}
+        self._cipher: dict[str, str] = {}
+        self._masked_turns: dict[str, str] = {}  # turn -> its words with digits masked
+        self._masks_digits = any(
+            flow.spec.slots[k].type in ("digits", "number") for k in flow.redact_keys if k in flow.spec.slots
+        )
         self.now: float = 0.0
         self.ladder_inputs: list[tuple[float, Event]] = []
         self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
@@ -160,6 +170,7 @@ class FlowRuntime:
             self._trace("call_started", self.flow.spec.name)
             self._boundary()
         elif isinstance(event, CallerUtterance):
+            self._mask_turn(event)
             self._on_utterance(event)
         elif isinstance(event, SetFact):
             self.state[event.key] = event.value
@@ -218,31 +229,47 @@ class FlowRuntime:
     def redact(self, record: Any) -> Any:
         """A copy of `record` fit to leave the process: no redacted key or value in it.
 
-        Values are hidden wherever they appear (a prompt that reads the code back, a
-        tool's arguments). The words of a caller turn that carried one are replaced by
-        a stand-in of the same shape, "[redacted: 0000]": same length, distinct values
-        kept distinct, so a replay of the journal makes the same decisions (S2) while
-        the value itself never leaves the process.
+        - A redacted slot's value is hidden under its key, and wherever it appears in
+          the agent's words or a tool's data, in any spelling the digit parser reads
+          ("4821", "4 8 2 1", "four eight two one", "48-21").
+        - When a redacted slot holds digits, every caller turn, at every stage, keeps
+          its words but has each digit replaced through a per-call cipher
+          (`text.mask_digits`): the caller may say the code while confirming,
+          correcting or chatting, so no turn is trusted to be free of it. Distinct
+          digits stay distinct and spoken digits become numerals, so a replay of the
+          journal parses the same lengths, equalities and corrections (S2) while the
+          value never leaves the process.
+        - The turn that filled a redacted text slot is replaced by a stand-in of the
+          same shape, "[redacted: xxxx]".
         """
-        secrets = sorted(self.secrets, key=len, reverse=True)
-        stand_ins = {
-            turn: "[redacted: " + " ".join(self._stand_in(f) for f in fragments) + "]"
-            for turn, fragments in self.turn_fragments.items()
-        }
-        return _redact(record, self.flow.redact_keys, secrets, stand_ins)
+        turns = dict(self._masked_turns)
+        for turn, fragments in self.turn_fragments.items():
+            turns[turn] = "[redacted: " + " ".join(self._stand_in(f) for f in fragments) + "]"
+        texts = sorted(self.secret_texts, key=len, reverse=True)
+        return _redact(record, self.flow.redact_keys, frozenset(self.secret_digits), texts, turns)
 
     def _stand_in(self, fragment: str) -> str:
         if fragment not in self._stand_ins:
-            index = str(len(self._stand_ins))
-            self._stand_ins[fragment] = index.zfill(len(fragment))[-len(fragment):] if fragment.isdigit() else "x" * len(fragment)
+            self._stand_ins[fragment] = "x" * len(fragment)
         return self._stand_ins[fragment]
 
     def _remember_secret(self, slot: str, value: Any, turn: str, fragment: bool = False) -> None:
-        if slot in self.flow.redact_keys and value is not None:
-            # very short fragments would match unrelated text; their turn is hidden instead
-            self.secrets |= {v for v in (str(value), self._spoken(slot, value)) if len(v) >= 3}
+        if slot not in self.flow.redact_keys or value is None:
+            return
+        spec = self.flow.spec.slots.get(slot)
+        if spec is not None and spec.type in ("digits", "number"):
+            # very short values would hide unrelated numbers; caller turns are masked anyway
+            if len(str(value)) >= 3:
+                self.secret_digits.add(str(value))
+        else:
+            if len(str(value)) >= 3:
+                self.secret_texts.add(str(value))
             if fragment:
                 self.turn_fragments.setdefault(turn, []).append(str(value))
+
+    def _mask_turn(self, event: CallerUtterance) -> None:
+        if self._masks_digits and event.text:
+            self._masked_turns[event.turn] = mask_digits(event.text, self._cipher)
 
     # -- effects from the silence controller -----------------------------------------
 
@@ -823,23 +850,23 @@ class FlowRuntime:
         )
 
 
-def _redact(value: Any, keys: frozenset[str], secrets: list[str], turns: dict[str, str]) -> Any:
+def _redact(value: Any, keys: frozenset[str], digits: frozenset[str], texts: list[str], turns: dict[str, str]) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if k == "text" and value.get("turn") in turns:
                 out[k] = turns[value["turn"]]
-            elif v is not None and _sensitive_key(k, keys):
+            elif v is not None and (_sensitive_key(k, keys) or (k == "value" and value.get("slot") in keys)):
                 out[k] = REDACTED
             else:
-                out[k] = _redact(v, keys, secrets, turns)
+                out[k] = _redact(v, keys, digits, texts, turns)
         return out
     if isinstance(value, (list, tuple)):
-        return [_redact(v, keys, secrets, turns) for v in value]
+        return [_redact(v, keys, digits, texts, turns) for v in value]
     if isinstance(value, str):
-        for secret in secrets:
-            # whole values only: "4821" inside "48210" is another number
-            value = re.sub(rf"(?<![0-9]){re.escape(secret)}(?![0-9])", REDACTED, value)
+        value = hide_digit_values(value, digits, REDACTED)
+        for secret in texts:
+            value = value.replace(secret, REDACTED)
         return value
     return value
 

@@ -30,21 +30,121 @@ def words(text: str) -> list[str]:
     return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
 
 
+def _digits_of(word: str) -> str | None:
+    """The digits one lowercased word stands for, as the digit parser reads it."""
+    if word.isdigit():
+        return word
+    return _DIGIT_WORDS.get(word)
+
+
 def parse_digits(text: str) -> str | None:
     """Digits written or spoken: "4 8 2 1", "four eight two one", "double five"."""
     out: list[str] = []
     repeat = 1
     for word in words(text.replace("-", " ")):
-        if word.isdigit():
-            out.append(word * repeat)
-            repeat = 1
-        elif word in _DIGIT_WORDS:
-            out.append(_DIGIT_WORDS[word] * repeat)
+        digits = _digits_of(word)
+        if digits is not None:
+            out.append(digits * repeat)
             repeat = 1
         elif word in ("double", "triple"):
             repeat = 2 if word == "double" else 3
     digits = "".join(out)
     return digits or None
+
+
+# A word as `words()` finds it, located in the original text (re.IGNORECASE would also
+# match a few non-ASCII letters that fold to ASCII, so positions come from the lowered
+# text when lowering keeps its length, which it does for everything but rare letters).
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, word) of each word, the span excluding stripped apostrophes."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return []
+    out = []
+    for m in _TOKEN.finditer(lowered):
+        word = m.group(0)
+        core = word.strip("'")
+        if core:
+            start = m.start() + (len(word) - len(word.lstrip("'")))
+            out.append((start, start + len(core), core))
+    return out
+
+
+def mask_digits(text: str, cipher: dict[str, str]) -> str:
+    """`text` with every digit the digit parser would read replaced through `cipher`.
+
+    `cipher` maps each real digit to a stand-in digit; a digit seen for the first time
+    takes the next unused one ("4821" -> "0123"), so distinct digits stay distinct and
+    `parse_digits(mask_digits(t))` is `parse_digits(t)` with each digit replaced: the
+    slot logic decides the same (length, equality, corrections, partial answers) while
+    the value never appears. Spoken digits become numerals ("four" -> "0"). Words that
+    carry no digit are kept as they are. The cipher is updated in place.
+    """
+    if len(text.lower()) != len(text):
+        # lowering changed the length (rare letters): fall back to the parser's words
+        return " ".join(_mask_word(w, cipher) for w in words(text))
+    tokens = _tokens(text)
+    out, last = [], 0
+    for start, end, word in tokens:
+        masked = _mask_word(word, cipher)
+        if masked != word:
+            out.append(text[last:start])
+            out.append(masked)
+            last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _mask_word(word: str, cipher: dict[str, str]) -> str:
+    digits = _digits_of(word)
+    if digits is None:
+        return word
+    masked = []
+    for d in digits:
+        if d not in cipher:
+            cipher[d] = str(len(cipher))
+        masked.append(cipher[d])
+    return "".join(masked)
+
+
+def hide_digit_values(text: str, secrets: set[str] | frozenset[str], mark: str) -> str:
+    """`text` with each run of digit words that contains a secret replaced by `mark`.
+
+    A run is consecutive words that carry digits, in any form the parser reads
+    ("4 8 2 1", "four eight two one", "48-21", "4821"), so a value read back or quoted
+    is hidden however it was spelled. Other numbers stay.
+    """
+    if not secrets:
+        return text
+    if len(text.lower()) != len(text):
+        text = " ".join(words(text))
+    tokens = _tokens(text)
+    runs: list[tuple[int, int, str]] = []
+    for start, end, word in tokens:
+        digits = _digits_of(word)
+        if digits is None:
+            continue
+        if runs and runs[-1][1] <= start and _joins(text[runs[-1][1]:start]):
+            s, _, d = runs[-1]
+            runs[-1] = (s, end, d + digits)
+        else:
+            runs.append((start, end, digits))
+    out, last = [], 0
+    for start, end, digits in runs:
+        if any(secret in digits for secret in secrets):
+            out.append(text[last:start])
+            out.append(mark)
+            last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _joins(gap: str) -> bool:
+    """Does the text between two digit words keep them in one run ("4 8", "48-21")?"""
+    return len(gap) <= 3 and all(c in " \t-.,/" for c in gap)
 
 
 def parse_yes_no(text: str) -> bool | None:
