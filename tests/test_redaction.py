@@ -1,0 +1,178 @@
+"""G6: a redacted value never leaves the process, in any form, from any turn.
+
+The leak test records calls in which the caller says the code in every way a caller
+does (grouped, spoken, with separators, while confirming, correcting and chatting
+during the lookup), then greps everything Lull writes or prints outside the TUI for
+every spelling of every value the redacted slot held. The same recordings must
+replay CLEAN: the journal keeps what the core needs in a shape that keeps no secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from console_fixtures import compile_data, quick_flow_data
+from hypothesis import given
+from hypothesis import strategies as st
+
+from console.headless import rehearse_headless
+from console.live import LiveSession
+from console.text_backend import TextBackend
+from ladder.flow.text import hide_digit_values, mask_digits, parse_digits
+from sessions.journal import read_journal
+from sessions.replay import replay
+
+LULL = shutil.which("lull", path=str(Path(sys.executable).parent)) or shutil.which("lull")
+SPOKEN = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+# what callers say: the code grouped, spoken, with separators, at every stage
+CALLS = {
+    "confirm_in_words": (["4 8 2 1", "yes four eight two one", "the code was four eight two one"], ["4821"]),
+    "separators": (["48 21", "yes 4-8-2-1 that's it"], ["4821"]),
+    "correction": (["4 8 2 1", "no, it's 4 8 2 2", "yes 48 22", "the code was 4.8.2.2"], ["4821", "4822"]),
+}
+
+
+def leak_patterns(value: str) -> list[re.Pattern]:
+    """Every spelling of `value`: digits with any separators between them, or spoken."""
+    digits = r"[\s\-.,/:'\"]*".join(value)
+    spoken = r"\W+".join(SPOKEN[int(d)] for d in value)
+    return [re.compile(rf"(?<!\d){digits}(?!\d)"), re.compile(rf"\b{spoken}\b", re.I)]
+
+
+def leaks(text: str, values: list[str]) -> list[str]:
+    return [m.group(0) for v in values for p in leak_patterns(v) for m in p.finditer(text)]
+
+
+def strings_in(node) -> list[str]:
+    """The strings of a JSON document (numbers are clocks and counts, not caller words)."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items() for s in strings_in(v) if k not in ("wall", "created")]
+    if isinstance(node, list):
+        return [s for v in node for s in strings_in(v)]
+    return [node] if isinstance(node, str) else []
+
+
+# -- the cipher and the read-back filter -----------------------------------------------
+
+
+def test_caller_digits_are_masked_in_every_spelling_and_other_words_kept():
+    cipher: dict[str, str] = {}
+    assert mask_digits("yes four eight two one", cipher) == "yes 0 1 2 3"
+    assert mask_digits("48-21, that's it", cipher) == "01-23, that's it"
+    assert mask_digits("no, it's 4 8 2 2", cipher) == "no, it's 0 1 2 2"
+    assert mask_digits("Nine", cipher) == "4"  # a new digit takes the next stand-in
+    assert cipher == {"4": "0", "8": "1", "2": "2", "1": "3", "9": "4"}
+
+
+def test_a_value_read_back_is_hidden_however_it_is_spelled():
+    secrets = {"4821"}
+    for said in ("I heard 4 8 2 1. Is that right?", "code 4821 ok", "four eight two one", "48-21", "4.8.2.1"):
+        assert leaks(hide_digit_values(said, secrets, "[redacted]"), ["4821"]) == [], said
+    # other numbers stay
+    assert hide_digit_values("press 1 for 9 options", secrets, "[redacted]") == "press 1 for 9 options"
+    assert hide_digit_values("I heard 4 8 2 1.", secrets, "[redacted]") == "I heard [redacted]."
+
+
+WORDS = st.lists(
+    st.one_of(
+        st.sampled_from(SPOKEN + ["oh", "double", "triple", "yes", "no", "it's", "the", "code"]),
+        st.from_regex(r"[0-9]{1,4}", fullmatch=True),
+    ),
+    max_size=12,
+)
+
+
+@given(WORDS, st.sampled_from([" ", "-", ", ", ". "]))
+def test_masking_commutes_with_the_digit_parser(words, sep):
+    # parse(mask(text)) is parse(text) with each digit through the cipher: replay decides the same
+    text = sep.join(words)
+    cipher: dict[str, str] = {}
+    masked = mask_digits(text, cipher)
+    real = parse_digits(text)
+    assert parse_digits(masked) == (None if real is None else "".join(cipher[d] for d in real))
+    assert len(set(cipher.values())) == len(cipher)  # distinct digits stay distinct
+
+
+# -- whole calls: everything written or printed --------------------------------------
+
+
+def record_live(lines: list[str], folder: Path) -> LiveSession:
+    backend = TextBackend(ms_per_word=20, start_delay_ms=10)
+    session = LiveSession(compile_data(quick_flow_data()), backend, journal_dir=folder)
+    asyncio.run(
+        asyncio.wait_for(
+            rehearse_headless(session, backend.say, lines=iter(lines), write=lambda line: None, speaking=lambda: backend.speaking),
+            timeout=30,
+        )
+    )
+    return session
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_a_live_call_journals_no_form_of_the_code_and_replays_clean(tmp_path, name):
+    lines, values = CALLS[name]
+    session = record_live(lines, tmp_path / name)
+    held = [v for v in session.runtime.secret_digits]
+    assert sorted(held) == sorted(values)  # the test exercises what it says
+    journal = tmp_path / name / "journal.jsonl"
+    found = [s for line in journal.read_text().splitlines() for s in strings_in(json.loads(line))]
+    assert leaks("\n".join(found), values) == []
+    result = replay(tmp_path / name)
+    assert result.verdict == "CLEAN", result.describe()
+
+
+def lull(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    assert LULL, "the `lull` command is not installed (pip install -e .)"
+    return subprocess.run([LULL, *args], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+def test_nothing_lull_writes_or_prints_about_a_recorded_call_holds_the_code(tmp_path):
+    scenarios = []
+    for name, (lines, _) in CALLS.items():
+        steps = [{"say": line} for line in lines] + [{"silence_ms": 12000}, {"expect": {"ended": True}}]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"schema": 1, "name": name, "title": name, "flow": "reference_code", "steps": steps}))
+        scenarios.append(path)
+    outputs: list[str] = []
+
+    def run(*args: str) -> None:
+        result = lull(*args, cwd=tmp_path)
+        assert "Traceback" not in result.stderr and result.returncode in (0, 1), result.stdout + result.stderr
+        outputs.extend([result.stdout, result.stderr])
+
+    run("simulate", *map(str, scenarios), "--record", "rec", "--json")
+    for name in CALLS:
+        folder = f"rec/{name}"
+        run("sessions", "show", folder)
+        run("sessions", "replay", folder)
+        n = len(list(read_journal(tmp_path / folder).inputs()))
+        for at in sorted({*range(0, n, 3), n}):
+            run("sessions", "step", folder, "--at", str(at))
+        run("sessions", "export", folder, "--as", "scenario", "--out", f"{name}.scenario.json")
+        run("sessions", "export", folder, "--as", "incident", "--out", f"{name}.incident.json")
+    run("sessions", "report", "rec", "--json")
+    run("sessions", "report", "rec", "--csv")
+    run("sessions", "list", "rec")
+    values = sorted({v for _, vs in CALLS.values() for v in vs})
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p not in scenarios]
+    assert any(p.name == "journal.jsonl" for p in written) and any(p.name.endswith(".incident.json") for p in written)
+    for path in written:
+        if path.suffix in (".jsonl", ".json"):
+            docs = [json.loads(line) for line in path.read_text().splitlines()] if path.suffix == ".jsonl" else [json.loads(path.read_text())]
+            text = "\n".join(s for doc in docs for s in strings_in(doc))
+        else:
+            text = path.read_text(errors="replace")
+        assert leaks(text, values) == [], path.name
+    printed = "\n".join(outputs)
+    # printed text has clocks ("12.345s"): only the spoken forms and separated digits count
+    clocks = re.compile(r"\d+(\.\d+)?\s*(ms|s)\b|\d{4}-\d\d-\d\dT[\d:.]+")
+    assert leaks(clocks.sub(" ", printed), values) == []
+    assert "CLEAN" in printed and "DRIFT" not in printed
