@@ -1,1 +1,7 @@
 """The edges: microphone, speaker, VAD, STT, TTS, interpretation, media health."""
+
+from .offline import go_offline
+
+# Before anything in this package can load onnxruntime, piper, faster-whisper or
+# wordllama: their network switches are read when they load (see offline.py).
+go_offline()

