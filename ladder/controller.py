@@ -14,6 +14,7 @@ in any state (time going backwards, not an event at all) raise `ProtocolError`.
 from __future__ import annotations
 
 from .effects import (
+    OUTCOMES,
     Answered,
     CancelPrompt,
     Effect,
@@ -608,7 +609,11 @@ class Controller:
     def _on_end_session(self, event: EndSession) -> None:
         if self.pending_episode is not None:
             self._end_episode("closed_incomplete", "session_ended_by_flow")
-        self._close("completed", "flow_complete", event.text or None, cancellable=False)
+        text = event.text or None
+        if event.outcome != "completed" and self.unresolved_or_running():
+            text = self.policy.close_pending  # L10: an unknown outcome is said to be pending
+        outcome = event.outcome if event.outcome in OUTCOMES else "closed_incomplete"
+        self._close(outcome, event.reason, text, cancellable=False)  # type: ignore[arg-type]
 
     # -- caller turns ------------------------------------------------------------------
 

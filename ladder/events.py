@@ -92,9 +92,12 @@ class AgentResponded(Event):
 
 @dataclass(frozen=True)
 class EndSession(Event):
-    """The flow ends the call normally (the task is done)."""
+    """The flow ends the call: normally (the task is done), or because it cannot go on
+    (a tool failed or never answered, and the stage has no way forward)."""
 
     text: str = ""
+    outcome: str = "completed"
+    reason: str = "flow_complete"
 
 
 # --- caller turns (W1: identity and sequence on every turn and decision) -----------

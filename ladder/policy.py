@@ -166,6 +166,9 @@ class LadderPolicy(_Frozen):
         "I have to end the call now. Your request is still being processed, "
         "so I can't confirm its result yet."
     )
+    close_tool_failed: str = (
+        "I couldn't complete that just now, so nothing has been changed. Please call back later."
+    )
     close_deadline: str = (
         "I'll end the call here, as we've run out of time. "
         "The reference code hasn't been received, so nothing has been changed."

@@ -129,8 +129,7 @@ class FlowRuntime:
         self.secret_texts: set[str] = set()
         self.turn_fragments: dict[str, list[str]] = {}  # turn -> the secret words it said
         self._stand_ins: dict[str, str] = {}
-        self._cipher: dict[str, str] = {}
-        self._masked_turns: dict[str, str] = {}  # turn -> its words with digits masked
+        self._cipher: dict[str, str] = {}  # real digit -> stand-in, learnt turn by turn
         self._masks_digits = any(
             flow.spec.slots[k].type in ("digits", "number") for k in flow.redact_keys if k in flow.spec.slots
         )
@@ -170,7 +169,7 @@ class FlowRuntime:
             self._trace("call_started", self.flow.spec.name)
             self._boundary()
         elif isinstance(event, CallerUtterance):
-            self._mask_turn(event)
+            self._learn_digits(event)
             self._on_utterance(event)
         elif isinstance(event, SetFact):
             self.state[event.key] = event.value
@@ -242,11 +241,14 @@ class FlowRuntime:
         - The turn that filled a redacted text slot is replaced by a stand-in of the
           same shape, "[redacted: xxxx]".
         """
-        turns = dict(self._masked_turns)
-        for turn, fragments in self.turn_fragments.items():
-            turns[turn] = "[redacted: " + " ".join(self._stand_in(f) for f in fragments) + "]"
+        turns = {
+            turn: "[redacted: " + " ".join(self._stand_in(f) for f in fragments) + "]"
+            for turn, fragments in self.turn_fragments.items()
+        }
         texts = sorted(self.secret_texts, key=len, reverse=True)
-        return _redact(record, self.flow.redact_keys, frozenset(self.secret_digits), texts, turns)
+        # a copy: only turns the call heard teach the cipher, so replay learns the same
+        cipher = dict(self._cipher) if self._masks_digits else None
+        return _redact(record, _Redaction(self.flow.redact_keys, frozenset(self.secret_digits), texts, turns, cipher))
 
     def _stand_in(self, fragment: str) -> str:
         if fragment not in self._stand_ins:
@@ -267,9 +269,9 @@ class FlowRuntime:
             if fragment:
                 self.turn_fragments.setdefault(turn, []).append(str(value))
 
-    def _mask_turn(self, event: CallerUtterance) -> None:
+    def _learn_digits(self, event: CallerUtterance) -> None:
         if self._masks_digits and event.text:
-            self._masked_turns[event.turn] = mask_digits(event.text, self._cipher)
+            mask_digits(event.text, self._cipher)  # the cipher learns this turn's digits
 
     # -- effects from the silence controller -----------------------------------------
 
@@ -506,6 +508,34 @@ class FlowRuntime:
                 self._trace("compensating", record.tool, call=record.call)
                 self._start_call(policy.compensate_with, record.args, record.stage, compensates=record.call)
         self._boundary()
+        if event.outcome != "ok" and self._stranded_by(record):
+            self._end_stranded(record, event.outcome)
+
+    def _stranded_by(self, record: ToolCallRecord) -> bool:
+        """Can the stage that called the tool never complete now? (Every call ends.)
+
+        Its completion needs a successful call of the tool, the flow escalated
+        nowhere, and no call is still running (a compensation may yet complete
+        it): waiting cannot help.
+        """
+        if self.ended or record.stage is None:
+            return False
+        layer = self.driving
+        if record.stage not in self.active_stages(layer):
+            return False
+        stage = self.flow.stage(record.stage)
+        if stage.complete_when is None or record.tool not in stage.complete_when.tools():
+            return False
+        return not any(c.status == "running" for c in self.calls.values())
+
+    def _end_stranded(self, record: ToolCallRecord, outcome: str) -> None:
+        self.ended = True
+        reason = f"tool_{outcome}"
+        self._effects.append(FlowEnded(f"{reason}:{record.stage}"))
+        self._trace("flow_ended", reason, at_stage=record.stage, tool=record.tool)
+        # an unknown outcome closes with the ladder's close_pending (it may have happened)
+        end = EndSession(self.ladder.policy.close_tool_failed, outcome="closed_incomplete", reason=reason)
+        self._absorb(self._to_ladder(end, self.now))
 
     def _deny(self, tool: str, reason: str, stage: str | None) -> None:
         self._effects.append(ToolDenied(tool, reason, stage))
@@ -850,22 +880,34 @@ class FlowRuntime:
         )
 
 
-def _redact(value: Any, keys: frozenset[str], digits: frozenset[str], texts: list[str], turns: dict[str, str]) -> Any:
+@dataclass(frozen=True)
+class _Redaction:
+    keys: frozenset[str]  # redacted slot names
+    digits: frozenset[str]  # values of redacted digit slots
+    texts: list[str]  # values of redacted text slots, longest first
+    turns: dict[str, str]  # caller turn -> the stand-in for its words
+    cipher: dict[str, str] | None  # digit stand-ins for caller words, when digits are redacted
+
+
+def _redact(value: Any, r: _Redaction) -> Any:
     if isinstance(value, dict):
         out = {}
+        caller_words = value.get("kind") == "caller_utterance"
         for k, v in value.items():
-            if k == "text" and value.get("turn") in turns:
-                out[k] = turns[value["turn"]]
-            elif v is not None and (_sensitive_key(k, keys) or (k == "value" and value.get("slot") in keys)):
+            if k == "text" and value.get("turn") in r.turns:
+                out[k] = r.turns[value["turn"]]
+            elif k == "text" and caller_words and r.cipher is not None and isinstance(v, str):
+                out[k] = mask_digits(v, r.cipher)
+            elif v is not None and (_sensitive_key(k, r.keys) or (k == "value" and value.get("slot") in r.keys)):
                 out[k] = REDACTED
             else:
-                out[k] = _redact(v, keys, digits, texts, turns)
+                out[k] = _redact(v, r)
         return out
     if isinstance(value, (list, tuple)):
-        return [_redact(v, keys, digits, texts, turns) for v in value]
+        return [_redact(v, r) for v in value]
     if isinstance(value, str):
-        value = hide_digit_values(value, digits, REDACTED)
-        for secret in texts:
+        value = hide_digit_values(value, r.digits, REDACTED)
+        for secret in r.texts:
             value = value.replace(secret, REDACTED)
         return value
     return value
