@@ -610,9 +610,9 @@ class Controller:
         if self.pending_episode is not None:
             self._end_episode("closed_incomplete", "session_ended_by_flow")
         text = event.text or None
-        if event.outcome != "completed" and self.unresolved_or_running():
+        if event.close_as != "completed" and self.unresolved_or_running():
             text = self.policy.close_pending  # L10: an unknown outcome is said to be pending
-        outcome = event.outcome if event.outcome in OUTCOMES else "closed_incomplete"
+        outcome = event.close_as if event.close_as in OUTCOMES else "closed_incomplete"
         self._close(outcome, event.reason, text, cancellable=False)  # type: ignore[arg-type]
 
     # -- caller turns ------------------------------------------------------------------

@@ -96,7 +96,7 @@ class EndSession(Event):
     (a tool failed or never answered, and the stage has no way forward)."""
 
     text: str = ""
-    outcome: str = "completed"
+    close_as: str = "completed"  # the session outcome
     reason: str = "flow_complete"
 
 

@@ -534,7 +534,7 @@ class FlowRuntime:
         self._effects.append(FlowEnded(f"{reason}:{record.stage}"))
         self._trace("flow_ended", reason, at_stage=record.stage, tool=record.tool)
         # an unknown outcome closes with the ladder's close_pending (it may have happened)
-        end = EndSession(self.ladder.policy.close_tool_failed, outcome="closed_incomplete", reason=reason)
+        end = EndSession(self.ladder.policy.close_tool_failed, close_as="closed_incomplete", reason=reason)
         self._absorb(self._to_ladder(end, self.now))
 
     def _deny(self, tool: str, reason: str, stage: str | None) -> None:
