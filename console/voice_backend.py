@@ -4,8 +4,11 @@
 differ only in where frames come from and where the agent's audio goes:
 
 - audio: `voices.audio.MicStream` and `Speaker` on real devices, with media health;
-- file: a caller WAV read at real-time pace, and a simulated speaker writing the
-  agent's audio into a timeline (out.wav).
+- file: a caller WAV read at real-time pace, and a simulated speaker that plays the
+  agent's audio onto the session clock.
+
+With a recording folder, mic.wav and out.wav are written while the call runs
+(`voices.recording`), so a killed session keeps its audio up to its last half second.
 
 Blocking work (synthesis, recognition) runs in one worker thread each; results are
 posted back to the loop. Every caller turn records its latency breakdown: end of
@@ -37,6 +40,8 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
+
+from voices.recording import CallRecorder, refuse_existing
 
 if TYPE_CHECKING:
     from .live import LiveSession
@@ -73,10 +78,23 @@ class TurnLatency:
 
 
 class FileSpeaker:
-    """A speaker with no device: plays queued audio in real time onto a timeline."""
+    """A speaker with no device: plays queued audio in real time on the session clock.
 
-    def __init__(self, *, samplerate: int, on_event: Callable[[str, int, float], None], clock_ms: Callable[[], float], pad_ms: float = 150) -> None:
+    `on_played(t_ms, chunk)`, if set, hears each chunk as it starts playing (what a
+    recording of this speaker holds: the chunks at their times, silence between).
+    """
+
+    def __init__(
+        self,
+        *,
+        samplerate: int,
+        on_event: Callable[[str, int, float], None],
+        clock_ms: Callable[[], float],
+        pad_ms: float = 150,
+        on_played: Callable[[float, np.ndarray], None] | None = None,
+    ) -> None:
         self.samplerate = samplerate
+        self.on_played = on_played
         self._on_event = on_event
         self._clock_ms = clock_ms
         self._pad = pad_ms / 1000.0
@@ -86,7 +104,6 @@ class FileSpeaker:
         self._cancelled: set[int] = set()
         self._playing: int | None = None
         self._task: asyncio.Task | None = None
-        self.timeline: list[tuple[float, np.ndarray]] = []  # (start ms, samples)
 
     def append(self, token: int, chunk: np.ndarray) -> None:
         if token in self._cancelled:
@@ -136,7 +153,8 @@ class FileSpeaker:
                         started = True
                         self._playing = token
                         self._on_event("started", token, now)
-                    self.timeline.append((now, chunk))
+                    if self.on_played is not None:
+                        self.on_played(now, chunk)
                     await asyncio.sleep(len(chunk) / self.samplerate)
                 elif token in self._finished:
                     break
@@ -152,24 +170,9 @@ class FileSpeaker:
             await asyncio.sleep(self._pad)
             self._on_event("completed", token, self._clock_ms())
 
-    def played_audio(self) -> tuple[np.ndarray, float | None]:
-        return _mix(self.timeline, self.samplerate)
-
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-
-
-def _mix(timeline: list[tuple[float, np.ndarray]], rate: int) -> tuple[np.ndarray, float | None]:
-    if not timeline:
-        return np.zeros(0, dtype=np.float32), None
-    start = timeline[0][0]
-    end = max(t + len(a) / rate * 1000 for t, a in timeline)
-    out = np.zeros(int((end - start) / 1000 * rate) + 1, dtype=np.float32)
-    for t, audio in timeline:
-        i = int((t - start) / 1000 * rate)
-        out[i : i + len(audio)] += audio[: len(out) - i]
-    return out, start
 
 
 @dataclass
@@ -214,10 +217,12 @@ class VoiceBackend:
         self.session: LiveSession | None = None
         self.output: Any = None
         self.health = health
+        if record_dir is not None:
+            refuse_existing(record_dir)  # before any journal is made beside it
         self.record_dir = record_dir
+        self.recorder: CallRecorder | None = None
         self.default_end_of_speech_ms = end_of_speech_ms
         self.latencies: list[TurnLatency] = []
-        self.mic_frames: list[tuple[float, np.ndarray]] = []
         self.level_dbfs = -120.0
         self.lose_next_completion = False
         self.delay_next_completion_ms = 0.0
@@ -258,12 +263,49 @@ class VoiceBackend:
         assert self.session is not None
         return self.session.from_monotonic_ms(monotonic_ms)
 
-    def _output_start(self, start: float | None) -> float:
-        """Where the output's recording starts on the session clock."""
-        return start or 0.0
-
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
+
+    # -- recording (S1, S6) ---------------------------------------------------------------
+
+    def open_recordings(self, folder: Path) -> None:
+        """Record mic.wav and out.wav into `folder` while the call runs: from now if the
+        output is up, else from `start()`. Again for the same folder it does nothing;
+        it refuses a folder that already holds a recording."""
+        folder = Path(folder)
+        current = self.recorder.folder if self.recorder is not None else self.record_dir
+        if current is not None and current.resolve() != folder.resolve():
+            raise ValueError(f"{folder}: this call already records into {current}")
+        if current is None:
+            refuse_existing(folder)
+            self.record_dir = folder
+        if self.output is not None:
+            self._start_recording()
+
+    def _start_recording(self) -> None:
+        """Once the output exists (its rate is known); before any audio flows."""
+        if self.record_dir is None or self.recorder is not None:
+            return
+        self.recorder = CallRecorder(
+            self.record_dir, mic_rate=VAD_RATE, out_rate=self._output_rate(), out_clock_ms=self._output_clock()
+        )
+
+    def _output_rate(self) -> int:
+        return self.models.voice.sample_rate
+
+    def _output_clock(self) -> Callable[[], float] | None:
+        """For an output silent between prompts: the clock its recording runs on to."""
+        return None
+
+    def _finish_recordings(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+
+    def write_recordings(self, folder: Path) -> None:
+        """At stop: mic.wav and out.wav are complete on disk (they were written as the
+        call ran, starting at session time 0, aligned to the journal). Nothing is
+        written for a call that was never given a recording folder."""
+        self._finish_recordings()
 
     # -- speaking ----------------------------------------------------------------------
 
@@ -324,8 +366,8 @@ class VoiceBackend:
         """On the loop: 16 kHz mono frames; t_ms on the session clock (first sample)."""
         if self.session is None or self.session.closed.is_set():
             return  # frames still in flight after the call ended
-        if self.record_dir is not None:
-            self.mic_frames.append((t_ms, frames.copy()))
+        if self.recorder is not None:
+            self.recorder.mic(t_ms, frames.copy())
         if self.health is not None and not (self._input_failed and self.speaking):
             # while the input is down, sound heard as the agent speaks may be its own
             # voice (a monitor the stream fell back to): it is no evidence the mic is back
@@ -412,37 +454,12 @@ class VoiceBackend:
         if self.session is not None and not self.session.closed.is_set():
             self.session.feed(event)
 
-    def write_recordings(self, folder: Path) -> None:
-        """mic.wav and out.wav, each starting at session time 0 (aligned to the journal)."""
-        import soundfile
-
-        folder.mkdir(parents=True, exist_ok=True)
-        mic = _place(self.mic_frames, VAD_RATE)
-        soundfile.write(folder / "mic.wav", mic, VAD_RATE, subtype="PCM_16")
-        if self.output is not None:
-            audio, start = self.output.played_audio()
-            rate = self.output.samplerate
-            out = _place([(self._output_start(start), audio)], rate) if len(audio) else np.zeros(0, np.float32)
-            soundfile.write(folder / "out.wav", out, rate, subtype="PCM_16")
-
     async def close(self) -> None:
         self._tts.shutdown(wait=False, cancel_futures=True)
         self._stt.shutdown(wait=False, cancel_futures=True)
         if self.output is not None:
             self.output.close()
-
-
-def _place(pieces: list[tuple[float, np.ndarray]], rate: int) -> np.ndarray:
-    """Audio pieces put at their session times (ms) on one track starting at 0."""
-    if not pieces:
-        return np.zeros(0, dtype=np.float32)
-    end = max(t / 1000 * rate + len(a) for t, a in pieces)
-    out = np.zeros(int(end) + 1, dtype=np.float32)
-    for t, audio in pieces:
-        i = max(0, int(round(t / 1000 * rate)))
-        n = min(len(audio), len(out) - i)
-        out[i : i + n] = audio[:n]
-    return np.clip(out, -1.0, 1.0)
+        self._finish_recordings()  # the streams are stopped: nothing more to record
 
 
 class FileBackend(VoiceBackend):
@@ -462,8 +479,18 @@ class FileBackend(VoiceBackend):
             samplerate=self.models.voice.sample_rate,
             on_event=self.on_output_event,
             clock_ms=self.session.now_ms,
+            on_played=self._played,
         )
+        self._start_recording()
         self._feeder = asyncio.ensure_future(self._feed_caller())
+
+    def _played(self, t_ms: float, chunk: np.ndarray) -> None:
+        if self.recorder is not None:
+            self.recorder.out_piece(t_ms, chunk)
+
+    def _output_clock(self) -> Callable[[], float] | None:
+        assert self.session is not None
+        return self.session.now_ms
 
     async def _feed_caller(self) -> None:
         """512-sample frames at real-time pace; silence with a faint noise floor after the file."""
@@ -520,14 +547,28 @@ class AudioBackend(VoiceBackend):
             self.health.stream_error(reason)
             self.check_health()
 
-        self.output = Speaker(self.output_device, samplerate=self.models.voice.sample_rate, on_event=output_event, loop=loop)
+        def played(block: np.ndarray, t_ms: float) -> None:
+            if self.recorder is not None:
+                self.recorder.out_stream(self.session_ms(t_ms), block)
+
+        # no await from here to the mic's start: blocks are posted to this loop, so none
+        # is handled before the recorder exists
+        self.output = Speaker(
+            self.output_device, samplerate=self.models.voice.sample_rate, on_event=output_event, loop=loop,
+            on_played=played, record=False,
+        )
+        try:
+            self._start_recording()
+        except BaseException:
+            self.output.close()
+            raise
         self.mic = MicStream(self.input_device, on_frames=frames, loop=loop, on_error=input_error)
         self.mic.start()
         self.health.reset(self.session.now_ms())
         self._health_task = asyncio.ensure_future(self._watch_health())
 
-    def _output_start(self, start: float | None) -> float:
-        return 0.0 if start is None else self.session_ms(start)
+    def _output_rate(self) -> int:
+        return self.output.device_samplerate  # what the stream wrote, resampled or not
 
     async def _watch_health(self) -> None:
         while self.session is not None and not self.session.closed.is_set():

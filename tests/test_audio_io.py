@@ -244,6 +244,45 @@ def test_speaker_plays_two_prompts_in_order_with_events(pulse_lab, tmp_path):
     assert abs(start_t + onset_ms - (t["started", 1] + speaker.output_latency_ms)) < 10
 
 
+def test_the_speaker_hands_every_block_it_played_to_on_played_off_the_audio_thread(pulse_lab):
+    """What a streaming recording of the speaker is made of: each block written to the
+    device, silence included, handed over on the loop (the callback only copies)."""
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        handed: list[tuple[np.ndarray, float, threading.Thread]] = []
+        played: list[tuple[np.ndarray, float]] = []
+
+        def on_played(block, t):
+            handed.append((block, t, threading.current_thread()))
+
+        kept = Speaker(resolve_device("test_speaker", "output"), samplerate=TTS_RATE, on_event=lambda *a: None, loop=loop, on_played=on_played)
+        bare = Speaker(
+            resolve_device("test_speaker", "output"), samplerate=TTS_RATE, on_event=lambda *a: None, loop=loop,
+            on_played=lambda block, t: played.append((block, t)), record=False,
+        )
+        try:
+            kept.enqueue(1, tone(600, 0.3, TTS_RATE))
+            bare.enqueue(1, tone(600, 0.3, TTS_RATE))
+            assert await wait_for(lambda: kept.idle and bare.idle, 5.0)
+            await asyncio.sleep(0.1)
+        finally:
+            kept.close()
+            bare.close()
+        return handed, played, kept, bare
+
+    handed, played, kept, bare = asyncio.run(body())
+    assert {thread for _, _, thread in handed} == {threading.main_thread()}  # the loop's thread
+    kept_audio, start_t = kept.played_audio()
+    streamed = np.concatenate([block for block, _, _ in handed])
+    assert np.array_equal(streamed[: len(kept_audio)], kept_audio) and handed[0][1] == start_t
+    assert np.abs(streamed).max() > 0.4  # the tone is in it, not only silence
+    times = [t for _, t, _ in handed]
+    assert times == sorted(times)
+    assert len(bare.played_audio()[0]) == 0  # record=False keeps nothing in memory...
+    assert np.abs(np.concatenate([b for b, _ in played])).max() > 0.4  # ...and still hands it over
+
+
 def test_interrupt_stops_a_prompt_at_once(pulse_lab, tmp_path):
     async def script(speaker, events):
         speaker.enqueue(1, tone(600, 0.3, TTS_RATE))

@@ -123,3 +123,45 @@ def test_speaking_is_true_while_audio_is_queued_and_false_after():
         await session.stop()
 
     asyncio.run(body())
+
+
+def _caller(tmp_path):
+    import soundfile
+
+    path = tmp_path / "caller.wav"
+    soundfile.write(path, np.zeros(16000, np.float32), 16000)
+    return path
+
+
+def test_recordings_open_from_either_hook_and_stay_on_one_folder(tmp_path):
+    """live.py may hand the journal folder to `open_recordings` at start, or only call
+    `write_recordings` at stop (the backend then records into its record_dir)."""
+    import pytest
+    import soundfile
+
+    from console.voice_backend import FileBackend
+
+    def models():
+        return VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical")
+
+    async def body(backend, folder, hook):
+        session = LiveSession(compile_data(quick_flow_data()), backend, journal_dir=folder)
+        if hook:
+            backend.open_recordings(folder)  # what live.py would call before backend.start()
+        await session.start()
+        await asyncio.sleep(1.0)
+        await session.stop()
+
+    for hook, record_dir in ((True, None), (False, "take"), (True, "take")):
+        folder = tmp_path / f"{hook}-{record_dir}" / "take"
+        backend = FileBackend(models(), _caller(tmp_path), record_dir=folder if record_dir else None)
+        asyncio.run(body(backend, folder, hook))
+        mic, out = soundfile.info(folder / "mic.wav"), soundfile.info(folder / "out.wav")
+        assert 0.8 < mic.duration < 1.3 and out.frames > 0, (hook, record_dir, mic.duration)
+        with pytest.raises(ValueError, match="already records"):
+            backend.open_recordings(tmp_path / "elsewhere")
+
+    # never told where: nothing is recorded, nothing is written
+    backend = FileBackend(models(), _caller(tmp_path))
+    asyncio.run(body(backend, tmp_path / "journal-only", hook=False))
+    assert sorted(p.name for p in (tmp_path / "journal-only").iterdir()) == ["journal.jsonl"]

@@ -500,6 +500,10 @@ class Speaker:
     its last sample and the trailing pad have been written, "interrupted" when
     `interrupt(token)` flushed it after it had started. t_ms is time.monotonic() in ms at
     the callback plus the sample's offset inside the block.
+
+    Every block written to the device (device rate, mono, silence included) goes to
+    `on_played(block, t_ms)` on the loop (or the consumer thread), t_ms being its
+    callback's time; with `record` it is also kept for `played_audio()`.
     """
 
     def __init__(
@@ -515,12 +519,14 @@ class Speaker:
         device_samplerate: int | None = None,
         latency: str | float = "low",
         record: bool = True,
+        on_played: Callable[[np.ndarray, float], None] | None = None,
     ) -> None:
         sd = _sd()
         self.samplerate = samplerate
         self._on_event = on_event
         self._on_error = on_error
         self._record = record
+        self._on_played = on_played
         self._prompts: deque[_Prompt] = deque()  # play order; callback pops finished ones
         self._by_token: dict[int, _Prompt] = {}  # producers' view; guarded by _lock
         self._cancelled: set[int] = set()  # interrupted tokens (tokens are unique per prompt)
@@ -696,8 +702,8 @@ class Speaker:
                 self._emit("completed", p.token, t + i * ms_per_sample)
         if i < frames:
             outdata[i:, :] = 0.0
-        if self._record:
-            self._handoff.post(self._keep, outdata[:, 0].copy(), t)
+        if self._record or self._on_played is not None:
+            self._handoff.post(self._played, outdata[:, 0].copy(), t)
 
     def _finished(self) -> None:
         if self._stopping or self._closed:
@@ -714,11 +720,14 @@ class Speaker:
         if self._on_error is not None:
             self._on_error(reason)
 
-    def _keep(self, block: np.ndarray, t: float) -> None:
-        with self._blocks_lock:
-            if self._start_t is None:
-                self._start_t = t
-            self._blocks.append(block)
+    def _played(self, block: np.ndarray, t: float) -> None:
+        if self._record:
+            with self._blocks_lock:
+                if self._start_t is None:
+                    self._start_t = t
+                self._blocks.append(block)
+        if self._on_played is not None:
+            self._on_played(block, t)
 
     def played_audio(self) -> tuple[np.ndarray, float | None]:
         """Everything written to the device so far (device rate, mono float32) and the
