@@ -8,14 +8,20 @@ Writing: each record is encoded completely, then written with one ``write``
 call and flushed, so a process killed at any point leaves a journal that is
 readable up to its last whole line. ``t_ms`` is always supplied by the caller
 and never read from a clock here, so a session recorded on a virtual clock
-replays identically.
+replays identically. A ``t_ms`` earlier than the record before it (two clocks
+of the caller disagreeing) does not lose the call: the record is written with
+``t_ms`` held at the previous value and ``clock_behind_ms`` saying by how much
+the supplied time was behind, so the journal's time never goes backwards and a
+replay, which uses the journal's time, stays deterministic.
 
 Reading: the header must be valid, otherwise the journal is unusable and
 :class:`JournalError` is raised. After the header the reader loses as little
 as possible: a bad line (invalid JSON, not an object, missing or mistyped
 fields, a repeated or backwards ``seq``, ``t_ms`` going backwards) is skipped
 and reported as a :class:`SkippedLine`, and reading continues with the next
-line. A ``seq`` that jumps forward (records missing, typically because the
+line. A caller may pass ``check`` to refuse records whose content it cannot
+use (a session's inputs must be ladder events); such a line is skipped and
+reported the same way, naming the field. A ``seq`` that jumps forward (records missing, typically because the
 line before was corrupt) does not make the intact record carrying it
 unusable: that record is loaded and the jump is reported as a
 :class:`SeqGap`. A final line without a newline that does not parse is the
@@ -39,6 +45,7 @@ __all__ = [
     "SUPPORTED_SCHEMAS",
     "RECORD_TYPES",
     "JournalError",
+    "RecordCheck",
     "SkippedLine",
     "SeqGap",
     "JournalScan",
@@ -56,13 +63,15 @@ RECORD_TYPES: tuple[str, ...] = ("input", "decision")
 # Keys the journal owns; letting callers set them would make a recording lie
 # about its own structure or timing.
 _HEADER_RESERVED = frozenset({"type", "schema", "created"})
-_RECORD_RESERVED = frozenset({"seq", "t_ms", "wall", "type"})
+_RECORD_RESERVED = frozenset({"seq", "t_ms", "wall", "type", "clock_behind_ms"})
 _REQUIRED_RECORD_FIELDS = ("seq", "t_ms", "type")
 
 _PREVIEW_CHARS = 80
 _REPORT_MAX_LISTED = 5
 
 WallClock = Callable[[], datetime]
+# Why a record's content is unusable (naming the field), or None: see iter_records.
+RecordCheck = Callable[[dict[str, Any]], "str | None"]
 
 
 class JournalError(ValueError):
@@ -71,11 +80,18 @@ class JournalError(ValueError):
 
 @dataclass(frozen=True)
 class SkippedLine:
-    """A line after the header that was not loaded, and why."""
+    """A line after the header that was not loaded, and why.
+
+    ``record_type`` is the line's ``type`` ("input" or "decision") when it could be
+    read that far, else None. ``position`` is how many records had been loaded
+    before it, which places it among the records that were.
+    """
 
     line_no: int
     reason: str
     text_preview: str
+    record_type: str | None = None
+    position: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,7 @@ class SeqGap:
     line_no: int
     expected: int
     found: int
+    position: int = 0  # the index, among the loaded records, of the record that jumped
 
     @property
     def missing(self) -> int:
@@ -257,8 +274,6 @@ class JournalWriter:
             raise TypeError(f"t_ms must be a number of milliseconds, got {type(t_ms).__name__}")
         if not math.isfinite(t_ms) or t_ms < 0:
             raise ValueError(f"t_ms must be a finite number >= 0, got {t_ms!r}")
-        if self._last_t_ms is not None and t_ms < self._last_t_ms:
-            raise ValueError(f"t_ms went backwards: {t_ms!r} after {self._last_t_ms!r}; nothing was written")
         if not isinstance(payload, dict):
             raise TypeError(f"payload must be a dict, got {type(payload).__name__}")
         clash = sorted(_RECORD_RESERVED & payload.keys())
@@ -266,12 +281,20 @@ class JournalWriter:
             raise ValueError(f"payload keys {clash} are set by the journal and cannot be supplied")
         _check_encodable(payload, f"{kind} payload", self._path)
 
+        behind_ms: float | None = None
+        if self._last_t_ms is not None and t_ms < self._last_t_ms:
+            # Refusing would lose the call over a clock disagreement; holding the
+            # time keeps the journal ordered and says what the caller's clock said.
+            behind_ms = round(self._last_t_ms - t_ms, 6)
+            t_ms = self._last_t_ms
         record: dict[str, Any] = {
             "seq": self._next_seq,
             "t_ms": t_ms,
             "wall": _iso_utc(self._wall_clock()),
             "type": kind,
         }
+        if behind_ms is not None:
+            record["clock_behind_ms"] = behind_ms
         record.update(payload)
         self._write_line(_encode_line(record))
         # Advance only once the line is out, so a failed write does not leave a seq gap.
@@ -296,9 +319,10 @@ class JournalScan:
     loaded: int = 0
     skipped: list[SkippedLine] = field(default_factory=list)
     gaps: list[SeqGap] = field(default_factory=list)
+    clock_behind: list[tuple[int, float]] = field(default_factory=list)  # (seq, ms) of held times
 
     def report(self) -> str:
-        return _report(self.path, self.loaded, self.skipped, self.gaps)
+        return _report(self.path, self.loaded, self.skipped, self.gaps, self.clock_behind)
 
 
 @dataclass
@@ -310,6 +334,7 @@ class Journal:
     skipped: list[SkippedLine]
     path: Path
     gaps: list[SeqGap] = field(default_factory=list)
+    clock_behind: list[tuple[int, float]] = field(default_factory=list)  # (seq, ms) of held times
 
     @property
     def intact(self) -> bool:
@@ -324,7 +349,7 @@ class Journal:
 
     def report(self) -> str:
         """One-line human summary, e.g. 'call-7/journal.jsonl: 120 records loaded; no lines skipped'."""
-        return _report(self.path, len(self.records), self.skipped, self.gaps)
+        return _report(self.path, len(self.records), self.skipped, self.gaps, self.clock_behind)
 
 
 def _display_name(path: Path | None) -> str:
@@ -334,7 +359,13 @@ def _display_name(path: Path | None) -> str:
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
-def _report(path: Path | None, loaded: int, skipped: list[SkippedLine], gaps: list[SeqGap]) -> str:
+def _report(
+    path: Path | None,
+    loaded: int,
+    skipped: list[SkippedLine],
+    gaps: list[SeqGap],
+    clock_behind: list[tuple[int, float]] = (),  # type: ignore[assignment]
+) -> str:
     parts = [f"{_display_name(path)}: {loaded} record{'' if loaded == 1 else 's'} loaded"]
     if skipped:
         listed = ", ".join(f"line {s.line_no} {s.reason}" for s in skipped[:_REPORT_MAX_LISTED])
@@ -346,12 +377,21 @@ def _report(path: Path | None, loaded: int, skipped: list[SkippedLine], gaps: li
         listed = ", ".join(g.describe() for g in gaps[:_REPORT_MAX_LISTED])
         more = f", and {len(gaps) - _REPORT_MAX_LISTED} more" if len(gaps) > _REPORT_MAX_LISTED else ""
         parts.append(f"{len(gaps)} seq gap{'' if len(gaps) == 1 else 's'}: {listed}{more}")
+    if clock_behind:
+        worst = max(ms for _, ms in clock_behind)
+        noun = "record" if len(clock_behind) == 1 else "records"
+        parts.append(
+            f"{len(clock_behind)} {noun} held at the previous time because the clock was behind "
+            f"(by up to {worst:g} ms; first at seq {clock_behind[0][0]})"
+        )
     return "; ".join(parts)
 
 
 def _resolve(path: Path) -> Path:
     path = Path(path)
-    return path / JOURNAL_FILENAME if path.is_dir() else path
+    if path.is_dir() and not (path.name == JOURNAL_FILENAME and not (path / JOURNAL_FILENAME).exists()):
+        return path / JOURNAL_FILENAME
+    return path  # a file, or a folder standing where the journal file should be (refused on open)
 
 
 def _preview(text: str) -> str:
@@ -408,6 +448,9 @@ def _record_problem(record: Any, expected_seq: int, last_t_ms: float | None) -> 
         return f"field 't_ms' is {t_ms!r}, not a number"
     if kind not in RECORD_TYPES:
         return f"unknown record type {kind!r}"
+    behind = record.get("clock_behind_ms")
+    if behind is not None and not (_is_number(behind) and behind >= 0):
+        return f"field 'clock_behind_ms' is {behind!r}; expected a number of milliseconds >= 0"
     if seq < expected_seq:
         # A repeat or a step back is the suspicious line; the records already
         # loaded stay authoritative.
@@ -418,14 +461,29 @@ def _record_problem(record: Any, expected_seq: int, last_t_ms: float | None) -> 
     return None
 
 
-def iter_records(path: Path, scan: JournalScan | None = None) -> Iterator[dict[str, Any]]:
+def _open(file_path: Path):
+    try:
+        return open(file_path, "rb")
+    except OSError as e:
+        # one line saying which file and why, not a traceback (a folder in place of
+        # the file, no permission, no such file)
+        raise JournalError(f"{file_path}: cannot read the journal: {e.strerror or e}") from None
+
+
+def iter_records(
+    path: Path, scan: JournalScan | None = None, *, check: RecordCheck | None = None
+) -> Iterator[dict[str, Any]]:
     """Yield the valid records of a journal one at a time, without loading the file.
 
     ``path`` is a session folder or its journal.jsonl. Pass a fresh
     :class:`JournalScan` to receive the header, the count, the skipped lines
     and seq gaps as reading goes (complete once the generator is exhausted).
-    Being a generator, header errors (:class:`JournalError`) and a missing
-    file (FileNotFoundError) surface on the first ``next()``.
+    ``check``, given a structurally valid record, returns why its content is
+    unusable (or None); such a line is skipped like a corrupt one, but its seq
+    counts as seen, so it is not reported a second time as a gap.
+    Being a generator, errors surface on the first ``next()``: a bad header or
+    a file that cannot be read (missing, a folder, no permission) raise
+    :class:`JournalError`.
     """
     file_path = _resolve(path)
     if scan is None:
@@ -433,15 +491,21 @@ def iter_records(path: Path, scan: JournalScan | None = None) -> Iterator[dict[s
     scan.path, scan.header, scan.loaded = file_path, None, 0
     scan.skipped.clear()
     scan.gaps.clear()
+    scan.clock_behind.clear()
 
-    with open(file_path, "rb") as f:
-        scan.header = _parse_header(f.readline().rstrip(b"\r\n"), file_path)
+    with _open(file_path) as f:
+        try:
+            first = f.readline()
+        except OSError as e:
+            raise JournalError(f"{file_path}: cannot read the journal: {e.strerror or e}") from None
+        scan.header = _parse_header(first.rstrip(b"\r\n"), file_path)
 
         expected_seq = 0
         last_t_ms: float | None = None
         for line_no, raw in enumerate(f, start=2):
             text = raw.rstrip(b"\r\n")
             reason: str | None
+            record: Any = None
             if not text.strip():
                 reason = "blank line"
             else:
@@ -458,23 +522,35 @@ def iter_records(path: Path, scan: JournalScan | None = None) -> Iterator[dict[s
                         reason = "not valid UTF-8"
                 else:
                     reason = _record_problem(record, expected_seq, last_t_ms)
+                    if reason is None and check is not None:
+                        reason = check(record)
+                        if reason is not None:
+                            # the line is well formed, only its content is unusable:
+                            # its seq and time were written, so nothing is missing
+                            expected_seq = record["seq"] + 1
+                            last_t_ms = record["t_ms"]
             if reason is not None:
                 preview = _preview(text.decode("utf-8", errors="replace"))
-                scan.skipped.append(SkippedLine(line_no, reason, preview))
+                kind = record.get("type") if isinstance(record, dict) else None
+                scan.skipped.append(
+                    SkippedLine(line_no, reason, preview, kind if kind in RECORD_TYPES else None, scan.loaded)
+                )
                 continue
             seq = record["seq"]
             if seq > expected_seq:
-                scan.gaps.append(SeqGap(line_no, expected_seq, seq))
+                scan.gaps.append(SeqGap(line_no, expected_seq, seq, scan.loaded))
             expected_seq = seq + 1
             last_t_ms = record["t_ms"]
+            if "clock_behind_ms" in record:
+                scan.clock_behind.append((seq, record["clock_behind_ms"]))
             scan.loaded += 1
             yield record
 
 
-def read_journal(path: Path) -> Journal:
+def read_journal(path: Path, *, check: RecordCheck | None = None) -> Journal:
     """Load a whole journal (folder or journal.jsonl); see the module docstring for the rules."""
     scan = JournalScan()
-    records = list(iter_records(path, scan))
+    records = list(iter_records(path, scan, check=check))
     # iter_records sets both before yielding anything, or raises.
     header = scan.header if scan.header is not None else {}
     return Journal(
@@ -483,4 +559,5 @@ def read_journal(path: Path) -> Journal:
         skipped=list(scan.skipped),
         path=scan.path if scan.path is not None else _resolve(path),
         gaps=list(scan.gaps),
+        clock_behind=list(scan.clock_behind),
     )

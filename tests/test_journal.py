@@ -218,13 +218,83 @@ def test_unserialisable_payload_names_key_and_writes_nothing(tmp_path: Path) -> 
     assert [r["seq"] for r in read_journal(w.path).records] == [0, 1]
 
 
-def test_t_ms_going_backwards_raises(tmp_path: Path) -> None:
+def test_t_ms_going_backwards_is_written_held_at_the_last_time_and_says_by_how_much(tmp_path: Path) -> None:
     with JournalWriter.create(tmp_path / "s", HEADER) as w:
         w.write_input(100, {"kind": "timer_fired"})
         w.write_decision(100, {"kind": "say"})  # equal is fine
-        with pytest.raises(ValueError, match="backwards"):
-            w.write_input(99.9, {"kind": "caller_speech_start"})
-    assert len(read_journal(w.path).records) == 2
+        held = w.write_input(98.875, {"kind": "caller_speech_start"})  # two clocks disagree
+        w.write_decision(101, {"kind": "say"})
+    assert held["t_ms"] == 100 and held["clock_behind_ms"] == 1.125
+    journal = read_journal(w.path)
+    assert [r["t_ms"] for r in journal.records] == [100, 100, 100, 101]  # never backwards
+    assert journal.skipped == [] and journal.clock_behind == [(2, 1.125)]
+    assert "clock_behind_ms" not in journal.records[3]
+    assert journal.report() == (
+        "s/journal.jsonl: 4 records loaded; no lines skipped; 1 record held at the previous time "
+        "because the clock was behind (by up to 1.125 ms; first at seq 2)"
+    )
+
+
+def test_the_clock_field_is_the_journals_own(tmp_path: Path) -> None:
+    with JournalWriter.create(tmp_path / "s", HEADER) as w:
+        with pytest.raises(ValueError, match="clock_behind_ms"):
+            w.write_input(0, {"kind": "x", "clock_behind_ms": 3})
+    with w.path.open("ab") as f:
+        f.write(b'{"seq": 0, "t_ms": 5, "type": "input", "clock_behind_ms": "a lot"}\n')
+    [skipped] = read_journal(w.path).skipped
+    assert skipped.reason == "field 'clock_behind_ms' is 'a lot'; expected a number of milliseconds >= 0"
+
+
+def test_a_check_skips_unusable_content_without_inventing_a_gap(tmp_path: Path) -> None:
+    path = write_numbered(tmp_path / "s", 6)
+
+    def check(record):
+        return "field 'turn' is 2, expected 'odd'" if record.get("turn") == 2 else None
+
+    journal = read_journal(path, check=check)
+    assert [r["seq"] for r in journal.records] == [0, 1, 3, 4, 5]
+    [skipped] = journal.skipped
+    assert (skipped.line_no, skipped.record_type, skipped.position) == (4, "input", 2)
+    assert skipped.reason == "field 'turn' is 2, expected 'odd'"
+    assert journal.gaps == []  # the line was whole: nothing is missing, one line is unusable
+    assert "1 line skipped: line 4 field 'turn' is 2" in journal.report()
+
+
+def test_skipped_lines_and_gaps_know_where_they_were(tmp_path: Path) -> None:
+    path = write_numbered(tmp_path / "s", 6)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"seq": 2, "type": "input"}\n'  # no t_ms, but readable as an input
+    lines[5] = b"#garbage\n"
+    path.write_bytes(b"".join(lines))
+    journal = read_journal(path)
+    assert [(s.line_no, s.record_type, s.position) for s in journal.skipped] == [(4, "input", 2), (6, None, 3)]
+    assert [(g.line_no, g.position) for g in journal.gaps] == [(5, 2), (7, 3)]
+
+
+@pytest.mark.parametrize("how", ["folder in place of the file", "no permission"])
+def test_an_unreadable_journal_is_one_journal_error(tmp_path: Path, how: str) -> None:
+    import os
+
+    folder = tmp_path / "s"
+    if how == "folder in place of the file":
+        (folder / JOURNAL_FILENAME).mkdir(parents=True)
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root reads files whatever their mode")
+        path = write_numbered(folder, 2)
+        path.chmod(0)
+    for target in (folder, folder / JOURNAL_FILENAME):
+        with pytest.raises(JournalError) as info:
+            read_journal(target)
+        message = str(info.value)
+        assert f"{folder / JOURNAL_FILENAME}: cannot read the journal: " in message and "\n" not in message
+        with pytest.raises(JournalError):
+            next(iter_records(target))
+
+
+def test_a_missing_journal_is_a_journal_error(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="cannot read the journal: No such file"):
+        read_journal(tmp_path / "nothing")
 
 
 def test_reserved_keys_are_refused(tmp_path: Path) -> None:
