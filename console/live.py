@@ -133,6 +133,9 @@ class LiveSession:
                 **self._header,
             }
             self._journal = JournalWriter.create(self._journal_dir, header)
+            open_recordings = getattr(self.backend, "open_recordings", None)
+            if open_recordings is not None:
+                open_recordings(self._journal_dir)  # mic.wav and out.wav, streamed as the call runs
         await self.backend.start()
         self.feed(StartCall())
 
@@ -152,7 +155,7 @@ class LiveSession:
         await self.backend.close()
         write_recordings = getattr(self.backend, "write_recordings", None)
         if write_recordings is not None and self._journal_dir is not None:
-            write_recordings(self._journal_dir)  # mic.wav and out.wav beside the journal
+            write_recordings(self._journal_dir)  # finishes mic.wav and out.wav beside the journal
         if self._journal is not None:
             self._journal.close()
             self._journal = None
