@@ -134,8 +134,8 @@ def _caller(tmp_path):
 
 
 def test_recordings_open_from_either_hook_and_stay_on_one_folder(tmp_path):
-    """live.py may hand the journal folder to `open_recordings` at start, or only call
-    `write_recordings` at stop (the backend then records into its record_dir)."""
+    """live.py hands the journal folder to `open_recordings` at start; a backend made
+    with a record_dir records there, and either way one call records into one folder."""
     import pytest
     import soundfile
 
@@ -161,7 +161,7 @@ def test_recordings_open_from_either_hook_and_stay_on_one_folder(tmp_path):
         with pytest.raises(ValueError, match="already records"):
             backend.open_recordings(tmp_path / "elsewhere")
 
-    # never told where: nothing is recorded, nothing is written
+    # the live session hands its journal folder to the backend: a journal always has audio
     backend = FileBackend(models(), _caller(tmp_path))
     asyncio.run(body(backend, tmp_path / "journal-only", hook=False))
-    assert sorted(p.name for p in (tmp_path / "journal-only").iterdir()) == ["journal.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "journal-only").iterdir()) == ["journal.jsonl", "mic.wav", "out.wav"]
