@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .journal import JournalScan, iter_records
+from .replay import session_record_problem
 
 PROMPT_STATES = ("requested", "cancelled_before_playback", "started", "completed", "interrupted")
 
@@ -108,7 +109,8 @@ def session_metrics(path: Path) -> Metrics:
     seen_episodes: set[int] = set()
     ended: set[int] = set()
     try:
-        for record in iter_records(path, scan):
+        # records that do not fit a session are skipped (and counted), never half-read
+        for record in iter_records(path, scan, check=session_record_problem):
             if record["type"] != "decision":
                 continue
             effect = record.get("effect")
@@ -160,11 +162,12 @@ def session_metrics(path: Path) -> Metrics:
 
 
 def session_folders(root: Path) -> Iterable[Path]:
-    if (root / "journal.jsonl").is_file():
+    # exists(), not isfile(): a journal that cannot be read counts as unreadable, not as absent
+    if (root / "journal.jsonl").exists():
         yield root
         return
     for entry in os.scandir(root):  # a generator: ten thousand folders are never listed at once
-        if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "journal.jsonl")):
+        if entry.is_dir() and os.path.exists(os.path.join(entry.path, "journal.jsonl")):
             yield Path(entry.path)
 
 

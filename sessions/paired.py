@@ -13,8 +13,7 @@ from pathlib import Path
 from ladder import Controller, LadderPolicy, event_from_dict
 from ladder.flow.runtime import FlowRuntime
 
-from .journal import read_journal
-from .replay import build_core
+from .replay import build_core, read_session, session_steps
 from .virtual import Playback, VirtualCall
 
 # the endpoint's reports belong to the prompts of the recorded run: a paired run gets its
@@ -99,8 +98,9 @@ def measured_playback(decisions: list[tuple[float, dict]]) -> dict[str, tuple[fl
 
 
 def paired_replay(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> PairedReport:
-    journal = read_journal(path)
-    recorded = [(r["t_ms"], r) for r in journal.records if r["type"] == "decision"]
+    journal = read_session(path)
+    steps = session_steps(journal).steps  # up to the first lost input, as replay does
+    recorded = [(r["t_ms"], r) for step in steps for r in step.decisions]
     if policy is not None:
         core = Controller(policy)
     elif flow is not None:
@@ -109,8 +109,9 @@ def paired_replay(path: Path, *, flow=None, policy: LadderPolicy | None = None) 
         core = build_core(journal)
     call = VirtualCall(core, Playback(mode="auto", measured=measured_playback(recorded)))
     last = 0.0
-    for record in journal.records:
-        if record["type"] == "input" and record["kind"] not in ENDPOINT_KINDS:
+    for step in steps:
+        record = step.input
+        if record is not None and record["kind"] not in ENDPOINT_KINDS:
             call.push(record["t_ms"], event_from_dict(record["event"]))
             last = record["t_ms"]
     ladder = getattr(core, "ladder", core)

@@ -5,45 +5,250 @@ Replaying feeds the inputs, at their recorded times, to a fresh core built from 
 header (the ladder policy, or the flow document) and compares what it decides with
 what was recorded: CLEAN, or DRIFT with the first differing record. Observations
 (turn latency and other measurements) are neither, and are left out.
+
+A session journal is read with :func:`read_session`: on top of the journal's own
+rules, every input must hold a ladder event with fields of the right types, and every
+decision must be a known effect, a trace record or an observation. A line that is
+not is skipped and reported with its line number and field, like a corrupt line.
+
+Replay goes step by step (an input and the decisions recorded after it). Damage is
+placed among the steps: a skipped decision leaves its step unverified while replay
+goes on (the core's state depends on inputs alone); a skipped input, or a line of
+unknown kind, stops the replay there, since everything after it would be compared
+against a core that missed an input. The last step replayed may be cut short (the
+process was killed between writing an input and its decisions): when what was
+recorded is a prefix of what the core decides, that step is reported as incomplete,
+not as drift.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 from pathlib import Path
+from typing import Any, Literal, Union
 
-from ladder import Controller, LadderPolicy, event_from_dict
+from pydantic import ValidationError
+
+import ladder.effects as ladder_effects
+from ladder import EVENT_TYPES, Controller, LadderPolicy, event_from_dict
+from ladder.effects import Effect, Trace
 from ladder.flow.runtime import FlowRuntime
+from ladder.states import ProtocolError
 
-from .flowfiles import check_data, load_flow
-from .journal import Journal, read_journal
+from .flowfiles import FlowFileError, check_data, load_flow
+from .journal import Journal, SeqGap, SkippedLine, read_journal
 
-OWN_FIELDS = ("seq", "t_ms", "wall", "type")
+OWN_FIELDS = ("seq", "t_ms", "wall", "type", "clock_behind_ms")
+OBSERVATION = "Observation"  # a measurement journaled beside the decisions, not one of them
 
 
 class ReplayError(ValueError):
     """A journal that cannot be replayed: one line saying why."""
 
 
-@dataclass
-class Replay:
-    path: Path
-    verdict: str  # CLEAN or DRIFT
-    inputs: int
-    decisions: int
-    first_difference: dict | None  # {"seq", "t_ms", "expected", "got"}
-    report: str  # what the journal reader skipped, if anything
+# -- what a session journal's records must hold ------------------------------------------
 
-    def describe(self) -> str:
-        if self.verdict == "CLEAN":
-            return f"{self.path}: CLEAN ({self.inputs} inputs, {self.decisions} decisions replayed identically)"
-        d = self.first_difference or {}
-        return (
-            f"{self.path}: DRIFT at journal seq {d.get('seq')} ({d.get('t_ms')} ms): "
-            f"recorded {json.dumps(d.get('expected'), sort_keys=True)[:200]} "
-            f"but the core now decides {json.dumps(d.get('got'), sort_keys=True)[:200]}"
-        )
+EFFECT_TYPES: dict[str, type[Effect]] = {
+    cls.__name__: cls
+    for cls in vars(ladder_effects).values()
+    if isinstance(cls, type) and issubclass(cls, Effect) and cls not in (Effect, Trace)
+}
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _expected(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(_shown(a) for a in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_expected(a) for a in typing.get_args(hint))
+    names = {
+        type(None): "null", bool: "true or false", int: "an integer", float: "a number",
+        str: "a string", dict: "an object", tuple: "a list", list: "a list",
+    }
+    return names.get(origin or hint, str(hint))
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return any(value == a and type(value) is type(a) for a in typing.get_args(hint))
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if (origin or hint) is dict:
+        return isinstance(value, dict)
+    if (origin or hint) in (tuple, list):
+        if not isinstance(value, list):
+            return False
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        return len(args) != 1 or all(_fits(v, args[0]) for v in value)
+    return True  # a hint this check does not know: the core's own decoding decides
+
+
+@cache
+def _field_rules(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """(name, type hint, required) for each field of an event or effect dataclass."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (f.name, hints.get(f.name, Any), f.default is MISSING and f.default_factory is MISSING)
+        for f in fields(cls)
+    )
+
+
+def _fields_problem(data: dict, cls: type, where: str, strict: bool) -> str | None:
+    rules = _field_rules(cls)
+    for name, hint, required in rules:
+        if name not in data:
+            if required:
+                return f"field '{where}{name}' is missing"
+        elif not _fits(data[name], hint):
+            return f"field '{where}{name}' is {_shown(data[name])}; expected {_expected(hint)}"
+    if strict:
+        known = {name for name, _, _ in rules} | {"kind"}
+        extra = sorted(set(data) - known)
+        if extra:
+            return f"field '{where}{extra[0]}' is not a field of {data.get('kind')}"
+    return None
+
+
+def _input_problem(record: dict) -> str | None:
+    if "event" not in record:
+        return "field 'event' is missing; an input holds the ladder event it fed"
+    event = record["event"]
+    if not isinstance(event, dict):
+        return f"field 'event' is {_shown(event)}; expected an object (a ladder event)"
+    kind = event.get("kind")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return "field 'event.kind' is missing" if kind is None else f"field 'event.kind' is {_shown(kind)}; not a ladder event kind"
+    if record.get("kind") != kind:
+        return f"field 'kind' is {_shown(record.get('kind'))} but field 'event.kind' is {_shown(kind)}"
+    problem = _fields_problem(event, cls, "event.", strict=True)
+    if problem:
+        return problem
+    try:
+        event_from_dict(event)  # the core's own decoding has the last word
+    except (ValueError, TypeError) as exc:
+        return f"field 'event': {str(exc).splitlines()[0]}"
+    return None
+
+
+def _decision_problem(record: dict) -> str | None:
+    effect = record.get("effect")
+    if effect is None:  # a trace record
+        return _fields_problem(record, Trace, "", strict=False)
+    if effect == OBSERVATION:
+        kind = record.get("kind")
+        return None if isinstance(kind, str) else f"field 'kind' is {_shown(kind)}; expected a string"
+    cls = EFFECT_TYPES.get(effect) if isinstance(effect, str) else None
+    if cls is None:
+        return f"field 'effect' is {_shown(effect)}; not a ladder effect or an observation"
+    return _fields_problem(record, cls, "", strict=False)
+
+
+def session_record_problem(record: dict) -> str | None:
+    """Why a record cannot be part of a session (naming the field), or None."""
+    return _input_problem(record) if record["type"] == "input" else _decision_problem(record)
+
+
+def read_session(path: Path) -> Journal:
+    """A session journal, with records that do not fit a session skipped and reported."""
+    return read_journal(path, check=session_record_problem)
+
+
+def is_observation(record: dict) -> bool:
+    return record.get("effect") == OBSERVATION
+
+
+# -- steps ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One input and the decisions recorded after it (observations left out)."""
+
+    input: dict | None  # None: decisions recorded before the first input
+    decisions: list[dict] = field(default_factory=list)
+    damaged: SkippedLine | None = None  # a decision line of this step was skipped
+
+    @property
+    def seq(self) -> int | None:
+        return self.input["seq"] if self.input else (self.decisions[0]["seq"] if self.decisions else None)
+
+    @property
+    def t_ms(self) -> float:
+        return self.input["t_ms"] if self.input else (self.decisions[0]["t_ms"] if self.decisions else 0.0)
+
+
+@dataclass
+class Steps:
+    steps: list[Step]
+    stopped: str | None  # why the steps end before the journal's records do
+    unused: int  # records after the stop, not used
+    # the last step may be cut short: the journal ends, or stops at a line of unknown
+    # kind, right after it (only a skipped input proves the step before it was whole)
+    last_may_be_cut: bool = True
+
+
+def _damage_text(damage: SkippedLine | SeqGap) -> str:
+    if isinstance(damage, SkippedLine):
+        what = f"a skipped {damage.record_type}" if damage.record_type else "a skipped line"
+        return f"{what} at line {damage.line_no} ({damage.reason})"
+    return f"{damage.missing} missing record{'' if damage.missing == 1 else 's'} before line {damage.line_no}"
+
+
+def session_steps(journal: Journal) -> Steps:
+    """The journal's records grouped into steps, up to the first damage that breaks the chain."""
+    damage: dict[int, list[SkippedLine | SeqGap]] = {}
+    for skip in journal.skipped:
+        damage.setdefault(skip.position, []).append(skip)
+    for gap in journal.gaps:
+        damage.setdefault(gap.position, []).append(gap)
+    steps: list[Step] = []
+    records = journal.records
+    for index in range(len(records) + 1):
+        here = damage.get(index, ())
+        skipped_here = sum(isinstance(d, SkippedLine) for d in here)
+        for item in here:
+            if isinstance(item, SkippedLine) and item.record_type == "decision":
+                if steps and steps[-1].damaged is None:
+                    steps[-1].damaged = item
+                continue
+            if isinstance(item, SeqGap) and item.missing <= skipped_here:
+                continue  # the lines skipped just before account for the missing seqs
+            whole = isinstance(item, SkippedLine) and item.record_type == "input"
+            return Steps(steps, _damage_text(item), len(records) - index, last_may_be_cut=not whole)
+        if index == len(records):
+            break
+        record = records[index]
+        if record["type"] == "input":
+            steps.append(Step(record))
+        elif not is_observation(record):
+            if not steps:
+                steps.append(Step(None))
+            steps[-1].decisions.append(record)
+    return Steps(steps, None, 0)
+
+
+# -- the core --------------------------------------------------------------------------
 
 
 def build_core(journal: Journal, flow_override=None):
@@ -52,7 +257,14 @@ def build_core(journal: Journal, flow_override=None):
     if flow_override is not None:
         return FlowRuntime(flow_override)
     if header.get("source") == "incident":
-        return Controller(LadderPolicy.model_validate(header["ladder_policy"]))
+        if not isinstance(header.get("ladder_policy"), dict):
+            raise ReplayError(f"{journal.path} line 1: an incident session's header needs field 'ladder_policy' (an object)")
+        try:
+            return Controller(LadderPolicy.model_validate(header["ladder_policy"]))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise ReplayError(f"{journal.path} line 1: field 'ladder_policy.{where}': {error['msg']}") from None
     document = header.get("flow_document")
     if document is not None:
         report = check_data(document, f"{journal.path}: header flow_document")
@@ -60,52 +272,119 @@ def build_core(journal: Journal, flow_override=None):
             raise ReplayError(report.errors[0].line())
         return FlowRuntime(report.flow)
     name = header.get("flow")
-    if not name:
+    if not name or not isinstance(name, str):
         raise ReplayError(f"{journal.path}: the header names no flow and holds no flow document")
-    return FlowRuntime(load_flow(name))
+    try:
+        return FlowRuntime(load_flow(name))
+    except FlowFileError as exc:
+        raise ReplayError(f"{journal.path} line 1: field 'flow': {exc}") from None
+
+
+def feed(core, record: dict, path: Path) -> list[Effect]:
+    """One recorded input through the core; a refusal is one line naming the record."""
+    try:
+        return core.handle(event_from_dict(record["event"]), record["t_ms"])
+    except (ProtocolError, ValueError, TypeError) as exc:
+        raise ReplayError(
+            f"{path}: seq {record['seq']} ({record['kind']} at {record['t_ms']} ms): "
+            f"the core refused this input: {str(exc).splitlines()[0]}"
+        ) from None
+
+
+# -- replay --------------------------------------------------------------------------------
+
+
+@dataclass
+class Replay:
+    path: Path
+    verdict: str  # CLEAN or DRIFT
+    inputs: int
+    decisions: int
+    first_difference: dict | None  # {"seq", "t_ms", "expected", "got", "step_seq"}
+    report: str  # what the journal reader skipped, if anything
+    incomplete: str | None = None  # the last step was cut short: what was not compared
+    stopped: str | None = None  # replay stopped before the journal's end: where and why
+    unverified: list[str] = field(default_factory=list)  # steps not compared (a decision was lost)
+
+    def describe(self) -> str:
+        if self.verdict == "CLEAN":
+            text = f"{self.path}: CLEAN ({self.inputs} inputs, {self.decisions} decisions replayed identically)"
+        else:
+            d = self.first_difference or {}
+            got = json.dumps(d.get("got"), sort_keys=True)[:200]
+            if d.get("expected") is None:
+                text = (
+                    f"{self.path}: DRIFT in the step at journal seq {d.get('step_seq')} ({d.get('t_ms')} ms): "
+                    f"the recording has no more decisions there, but the core now also decides {got}"
+                )
+            else:
+                text = (
+                    f"{self.path}: DRIFT at journal seq {d.get('seq')} ({d.get('t_ms')} ms): "
+                    f"recorded {json.dumps(d.get('expected'), sort_keys=True)[:200]} "
+                    f"but the core now decides {got}"
+                )
+        notes = [n for n in (self.stopped, self.incomplete) if n]
+        if self.unverified:
+            more = f" and {len(self.unverified) - 3} more" if len(self.unverified) > 3 else ""
+            notes.append(f"{len(self.unverified)} step(s) not compared: " + "; ".join(self.unverified[:3]) + more)
+        return text + "".join(f"; {n}" for n in notes)
+
+
+def replay(path: Path, flow_override=None) -> Replay:
+    journal = read_session(path)
+    core = build_core(journal, flow_override)
+    redact = getattr(core, "redact", lambda r: r)
+    grouped = session_steps(journal)
+    inputs = decisions = 0
+    first: dict | None = None
+    incomplete: str | None = None
+    unverified: list[str] = []
+
+    for index, step in enumerate(grouped.steps):
+        produced: list[dict] = []
+        if step.input is not None:
+            inputs += 1
+            produced = [redact(e.to_dict()) for e in feed(core, step.input, journal.path)]
+        if step.damaged is not None:
+            unverified.append(f"the step at seq {step.seq} lost {_damage_text(step.damaged)}")
+            continue
+        recorded = [_clean(r) for r in step.decisions]
+        for record, expected, got in zip(step.decisions, recorded, produced, strict=False):
+            decisions += 1
+            if first is None and expected != got:
+                first = {"seq": record["seq"], "t_ms": record["t_ms"], "expected": expected, "got": got, "step_seq": step.seq}
+        last = index == len(grouped.steps) - 1
+        if first is None and len(recorded) < len(produced) and last and grouped.last_may_be_cut:
+            # killed between writing the input and (all of) its decisions: not drift
+            incomplete = (
+                f"the journal ends inside the step at seq {step.seq} "
+                f"({step.input['kind'] if step.input else 'decisions'} at {step.t_ms} ms): "
+                f"{len(recorded)} of its {len(produced)} decisions recorded, the rest not compared"
+            )
+        elif first is None and len(recorded) != len(produced):
+            extra = step.decisions[len(produced)] if len(recorded) > len(produced) else None
+            first = {
+                "seq": extra["seq"] if extra else None,
+                "t_ms": extra["t_ms"] if extra else step.t_ms,
+                "expected": recorded[len(produced)] if extra else None,
+                "got": produced[len(recorded)] if len(produced) > len(recorded) else None,
+                "step_seq": step.seq,
+            }
+    stopped = None
+    if grouped.stopped and grouped.unused:  # at the very end, the reader's report says it
+        stopped = f"replay stopped at {grouped.stopped}: the {grouped.unused} record(s) after it were not replayed"
+    return Replay(
+        Path(path),
+        "CLEAN" if first is None else "DRIFT",
+        inputs,
+        decisions,
+        first,
+        journal.report(),
+        incomplete,
+        stopped,
+        unverified,
+    )
 
 
 def _clean(record: dict) -> dict:
     return {k: v for k, v in record.items() if k not in OWN_FIELDS}
-
-
-def replay(path: Path, flow_override=None) -> Replay:
-    journal = read_journal(path)
-    core = build_core(journal, flow_override)
-    redact = getattr(core, "redact", lambda r: r)
-    pending: list[tuple[int, float, dict]] = []  # recorded decisions not yet matched
-    produced: list[dict] = []
-    inputs = decisions = 0
-    first: dict | None = None
-
-    cut_short = any(skip.reason == "truncated final line" for skip in journal.skipped)
-
-    def compare(last: bool = False) -> None:
-        nonlocal first, decisions
-        for (seq, t_ms, expected), got in zip(pending, produced, strict=False):
-            decisions += 1
-            if first is None and expected != got:
-                first = {"seq": seq, "t_ms": t_ms, "expected": expected, "got": got}
-        if last and cut_short and len(produced) > len(pending):
-            del produced[len(pending):]  # decided after the process was killed: not recorded
-        if first is None and len(pending) != len(produced):
-            extra = pending[len(produced)] if len(pending) > len(produced) else None
-            first = {
-                "seq": extra[0] if extra else None,
-                "t_ms": extra[1] if extra else None,
-                "expected": extra[2] if extra else None,
-                "got": produced[len(pending)] if len(produced) > len(pending) else None,
-            }
-        pending.clear()
-        produced.clear()
-
-    for record in journal.records:
-        if record["type"] == "input":
-            compare()
-            inputs += 1
-            event = event_from_dict(record["event"])
-            produced.extend(redact(e.to_dict()) for e in core.handle(event, record["t_ms"]))
-        elif record.get("effect") != "Observation":
-            pending.append((record["seq"], record["t_ms"], _clean(record)))
-    compare(last=True)
-    return Replay(path, "CLEAN" if first is None else "DRIFT", inputs, decisions, first, journal.report())

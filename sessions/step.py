@@ -12,10 +12,7 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
-from ladder import event_from_dict
-
-from .journal import read_journal
-from .replay import build_core
+from .replay import build_core, feed, read_session, session_steps
 
 
 @dataclass
@@ -30,8 +27,11 @@ class Position:
 class Cursor:
     def __init__(self, path: Path, every: int = 50, flow_override=None) -> None:
         self.path = Path(path)
-        self.journal = read_journal(path)
-        self.inputs = [r for r in self.journal.records if r["type"] == "input"]
+        self.journal = read_session(path)
+        grouped = session_steps(self.journal)
+        # up to the first lost input: past it, the state shown would not be the call's
+        self.inputs = [step.input for step in grouped.steps if step.input is not None]
+        self.stopped = grouped.stopped
         self.every = every
         self._flow_override = flow_override
         self.core = build_core(self.journal, flow_override)
@@ -45,7 +45,7 @@ class Cursor:
 
     def _feed(self) -> None:
         record = self.inputs[self.index]
-        effects = self.core.handle(event_from_dict(record["event"]), record["t_ms"])
+        effects = feed(self.core, record, self.journal.path)
         redact = getattr(self.core, "redact", lambda r: r)
         self._last = (record["event"], [redact(e.to_dict()) for e in effects])
         self.index += 1

@@ -111,3 +111,132 @@ def test_a_call_whose_wording_was_edited_mid_call_replays_clean(tmp_path):
 
     inputs = [r["kind"] for r in read_journal(tmp_path / "edited").inputs()]
     assert "edit_wording" in inputs
+
+
+# -- journals a killed process, a disagreeing clock or a bad line left behind ----------------
+
+
+def recorded_lines(tmp_path, name="default_hold_then_answer"):
+    """A simulated session's journal, as (folder, header line, record lines)."""
+    path = next(p for p in SCENARIOS if p.stem == name)
+    run_scenario(load_scenario(path), path, record_to=tmp_path / "s")
+    lines = (tmp_path / "s" / "journal.jsonl").read_text().splitlines()
+    return tmp_path / "s", lines[0], lines[1:]
+
+
+def write_lines(folder, header, lines, tail=""):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "journal.jsonl").write_text("\n".join([header, *lines]) + "\n" + tail)
+    return folder
+
+
+def test_a_time_held_by_the_writer_replays_clean_at_the_held_time(tmp_path):
+    from sessions.journal import JournalWriter, read_journal
+
+    folder, header, lines = recorded_lines(tmp_path)
+    records = [json.loads(line) for line in lines]
+    # an input at the same time as the record before it, handed to the writer by a
+    # clock that is 2.5 ms behind: written at the journal's time, so it replays alike
+    held = next(i for i, r in enumerate(records) if r["type"] == "input" and i and r["t_ms"] == records[i - 1]["t_ms"] > 0)
+    head = {k: v for k, v in json.loads(header).items() if k not in ("type", "schema", "created")}
+    with JournalWriter.create(tmp_path / "held", head) as writer:
+        for i, record in enumerate(records):
+            payload = {k: v for k, v in record.items() if k not in ("seq", "t_ms", "wall", "type")}
+            t_ms = record["t_ms"] - 2.5 if i == held else record["t_ms"]
+            (writer.write_input if record["type"] == "input" else writer.write_decision)(t_ms, payload)
+    journal = read_journal(tmp_path / "held")
+    assert journal.clock_behind == [(held, 2.5)] and journal.records[held]["t_ms"] == records[held]["t_ms"]
+    result = replay(tmp_path / "held")
+    assert result.verdict == "CLEAN", result.describe()
+    assert result.inputs == sum(r["type"] == "input" for r in records)
+    assert "held at the previous time because the clock was behind (by up to 2.5 ms" in result.report
+
+
+BAD_INPUTS = {
+    "a string token": (lambda e: e.update(token=str(e["token"])), "field 'event.token' is \"1\"; expected an integer"),
+    "no event": (lambda e: e.clear(), "field 'event' is missing; an input holds the ladder event it fed"),
+    "an unknown event kind": (lambda e: e.update(kind="playback_exploded"), "field 'event.kind' is \"playback_exploded\"; not a ladder event kind"),
+}
+
+
+@pytest.mark.parametrize("damage", BAD_INPUTS, ids=list(BAD_INPUTS))
+def test_a_bad_input_line_is_skipped_by_line_and_field_and_replay_stops_there(tmp_path, damage):
+    from sessions.replay import read_session
+
+    folder, header, lines = recorded_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"kind":"playback_started"' in line and '"token":1' in line)
+    record = json.loads(lines[index])
+    spoil, reason = BAD_INPUTS[damage]
+    spoil(record["event"])
+    if not record["event"]:
+        del record["event"]
+    lines[index] = json.dumps(record)
+    write_lines(folder, header, lines)
+    line_no = index + 2  # the header is line 1
+
+    journal = read_session(folder)
+    [skipped] = journal.skipped
+    assert (skipped.line_no, skipped.reason, skipped.record_type) == (line_no, reason, "input")
+    assert len(journal.records) == len(lines) - 1  # the rest of the journal loads
+    assert f"line {line_no} {reason}" in journal.report()
+    result = replay(folder)  # no traceback
+    assert result.verdict == "CLEAN", result.describe()
+    assert f"replay stopped at a skipped input at line {line_no} ({reason})" in result.describe()
+    assert f"the {len(lines) - 1 - index} record(s) after it were not replayed" in result.describe()
+
+
+def test_a_bad_decision_leaves_its_step_unverified_and_replay_goes_on(tmp_path):
+    folder, header, lines = recorded_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"effect":"RequestPrompt"' in line and '"token":2' in line)
+    record = json.loads(lines[index])
+    record["token"] = "two"
+    lines[index] = json.dumps(record)
+    write_lines(folder, header, lines)
+    result = replay(folder)
+    assert result.verdict == "CLEAN", result.describe()
+    assert result.stopped is None and result.inputs == sum('"type":"input"' in line for line in lines)
+    assert len(result.unverified) == 1 and f"line {index + 2} (field 'token' is \"two\"; expected an integer)" in result.unverified[0]
+
+
+def test_a_journal_cut_between_an_input_and_its_decisions_is_incomplete_not_drift(tmp_path):
+    folder, header, lines = recorded_lines(tmp_path)
+    inputs = [i for i, line in enumerate(lines) if '"type":"input"' in line]
+    cut = next(i for i in reversed(inputs) if i + 3 < len(lines) and '"type":"decision"' in lines[i + 1])
+    step_seq = json.loads(lines[cut])["seq"]
+    for kept, tail in ((cut + 1, ""), (cut + 2, lines[cut + 2][:30])):  # at a line end; mid-line
+        write_lines(folder, header, lines[:kept], tail)
+        result = replay(folder)
+        assert result.verdict == "CLEAN", result.describe()
+        assert "DRIFT" not in result.describe() and "recorded null" not in result.describe()
+        assert f"the journal ends inside the step at seq {step_seq}" in result.incomplete
+        assert f"{kept - cut - 1} of its" in result.incomplete
+        assert ("truncated final line" in result.report) == bool(tail)
+
+
+def test_a_changed_decision_in_the_last_step_is_still_drift(tmp_path):
+    folder, header, lines = recorded_lines(tmp_path)
+    record = json.loads(lines[-1])
+    record["reason"] = "something_else"
+    write_lines(folder, header, lines[:-1] + [json.dumps(record)])
+    result = replay(folder)
+    assert result.verdict == "DRIFT" and result.incomplete is None
+    assert result.first_difference["expected"]["reason"] == "something_else"
+
+
+def test_every_cut_of_a_recording_replays_clean_and_exports_fixtures_that_pass(tmp_path):
+    from sessions.export import export_incident, export_scenario
+    from sessions.incidents import parse_incident, run_incident
+    from sessions.scenarios import Scenario
+
+    folder, header, lines = recorded_lines(tmp_path)
+    for kept in range(1, len(lines), 5):
+        for tail in ("", lines[kept][: len(lines[kept]) // 2]):
+            cut = write_lines(tmp_path / f"cut{kept}{'t' if tail else ''}", header, lines[:kept], tail)
+            result = replay(cut)
+            assert result.verdict == "CLEAN", result.describe()
+            incident = export_incident(cut, "cut")
+            outcome = run_incident(parse_incident(json.loads(json.dumps(incident)), "cut.json"))
+            assert outcome.passed, (kept, outcome.failures)
+            scenario = export_scenario(cut, "cut")
+            outcome = run_scenario(Scenario.model_validate(scenario), tmp_path / "cut.json")
+            assert outcome.passed, (kept, outcome.failures)
