@@ -25,7 +25,6 @@ from ladder import (
     RequestPrompt,
     SessionClosed,
     StartCall,
-    TimerFired,
     TimingChanged,
     ToolResult,
 )
@@ -205,12 +204,13 @@ class LiveSession:
         # fire each due timer as an explicit event, so the journal holds every input
         for _ in range(64):
             now = self.now_ms()
-            due = [t for t in self.runtime.ladder.timers.values() if t.due <= now]
-            if not due:
+            event = self.runtime.next_due_timer(now)
+            if event is None:
                 break
-            timer = min(due, key=lambda t: (t.due, t.generation))
-            self.timer_lateness.append(now - timer.due)
-            self.feed(TimerFired(timer.kind, timer.generation))  # type: ignore[arg-type]
+            armed = self.runtime.ladder.timer(event.timer)
+            if armed is not None:
+                self.timer_lateness.append(now - armed.due)
+            self.feed(event)
         self._arm()
 
     def _arm(self) -> None:

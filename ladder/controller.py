@@ -127,12 +127,23 @@ class Controller:
         self._advance_clock(now)
         effects: list[Effect] = []
         for _ in range(64):  # each firing disarms its timer; the bound guards bugs
-            due = [t for t in self.timers.values() if t.due <= now]
-            if not due:
+            timer = self.next_due_timer(now)
+            if timer is None:
                 break
-            timer = min(due, key=lambda t: (t.due, t.generation))
-            effects += self.handle(TimerFired(timer.kind, timer.generation), now)
+            effects += self.handle(timer, now)
         return effects
+
+    def next_due_timer(self, now: float) -> TimerFired | None:
+        """The earliest timer due at `now`, as the event that fires it, or None.
+
+        A driver that journals every input feeds this event itself (so a recording
+        holds each firing), instead of reading the controller's timer store.
+        """
+        due = [t for t in self.timers.values() if t.due <= now]
+        if not due:
+            return None
+        timer = min(due, key=lambda t: (t.due, t.generation))
+        return TimerFired(timer.kind, timer.generation)  # type: ignore[arg-type]
 
     def timer(self, kind: str) -> Timer | None:
         return self.timers.get(kind)
@@ -259,10 +270,10 @@ class Controller:
     # -- timers ---------------------------------------------------------------------
 
     def _arm(self, kind: str, due: float, origin: str = "", turn: str | None = None) -> Timer:
-        self._generation += 1
         old = self.timers.get(kind)
         if old is not None:
-            self._invalidated[old.generation] = "rearmed"
+            self._disarm(kind, "rearmed")  # the replaced timer's callback is stale: say so
+        self._generation += 1
         timer = Timer(kind, self._generation, due, self.now, origin, turn)
         self.timers[kind] = timer
         detail = {"timer": kind, "due": due, "origin": origin}

@@ -27,7 +27,6 @@ from ladder import (
     PromptFailed,
     PromptSent,
     RequestPrompt,
-    TimerFired,
     Trace,
 )
 from ladder.effects import CallTool
@@ -152,11 +151,7 @@ class VirtualCall:
             return True
         self.now = max(self.now, deadline)  # type: ignore[arg-type]
         # fire the due timer as an explicit event, so the journal holds every input
-        timer = min(
-            (t for t in self.controller.timers.values() if t.due <= self.now),
-            key=lambda t: (t.due, t.generation),
-        )
-        self.feed(TimerFired(timer.kind, timer.generation))  # type: ignore[arg-type]
+        self.feed(self.controller.next_due_timer(self.now))  # type: ignore[arg-type]
         return True
 
     def run_until(self, horizon: float) -> None:

@@ -150,6 +150,10 @@ class FlowRuntime:
     def next_deadline(self) -> float | None:
         return self.ladder.next_deadline()
 
+    def next_due_timer(self, now: float) -> Event | None:
+        """The timer event a driver should feed at `now` (see Controller.next_due_timer)."""
+        return self.ladder.next_due_timer(now)
+
     def _to_ladder(self, event: Event, now: float) -> list[Effect]:
         """Every event the silence controller sees, logged (an incident can be made of it)."""
         self.ladder_inputs.append((now, event))
