@@ -66,7 +66,11 @@ def test_a_commit_policy_for_a_missing_tool_is_refused_at_load():
         (lambda d: stage(d, "close_found").update(next="greet"), "stages[5].next", "terminal stage 'close_found' cannot lead anywhere"),
         (lambda d: stage(d, "ask_code").update(collect=["reference_number"]), "stages[2].collect", "slot 'reference_number' is collected but not declared"),
         (lambda d: d["stages"].append({"id": "orphan", "say": "Hi.", "after": ["orphan2"]}), "stages[8].after", "unknown stage 'orphan2'"),
-        (lambda d: d["stages"].append({"id": "orphan", "say": "x", "after": ["orphan"]}), "stages[8]", "unreachable"),
+        (lambda d: d["stages"].append({"id": "orphan", "say": "x", "after": ["orphan"]}), "stages[8].after[0]", "stage 'orphan' comes after itself"),
+        (lambda d: d["stages"].extend([
+            {"id": "a", "say": "x", "next": "end", "repair": {"escalate_to": "b"}},
+            {"id": "b", "say": "x", "next": "end", "repair": {"escalate_to": "a"}},
+            {"id": "end", "say": "x", "terminal": True}]), "stages[8]", "stage 'a' is unreachable"),
         (lambda d: d.update(ladder={"episode_ms": -1}), "ladder.episode_ms", "greater than 0"),
         (lambda d: d.update(ladder={"stages": [
             {"name": "quiet_wait", "wait_ms": 8000},

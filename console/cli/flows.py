@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sessions.flowfiles import (
     FlowFileError,
@@ -23,6 +24,9 @@ from sessions.scenarios import (
 
 from ._app import app, err, fail, out
 
+# File names, field values and messages are the user's text: they are printed as
+# rich Text, never parsed as console markup ("[/]x.json" is a file name, not a tag).
+
 flow_app = typer.Typer(
     help="Flow files: the conversation graph, its voice timing and the silence ladder.",
     no_args_is_help=True,
@@ -30,42 +34,44 @@ flow_app = typer.Typer(
 app.add_typer(flow_app, name="flow")
 
 
-
-
 @flow_app.command("check")
 def flow_check(
     files: Annotated[list[str], typer.Argument(help="Flow files, or names of flows shipped with Lull.")],
 ) -> None:
-    """Validate and compile flow files; exit 1 if any has an error.
+    """Validate and compile flow files; exit 2 if any is refused.
 
     Each problem is one line: file:line:column: severity: JSON path: what was expected.
+    Warnings are shown and do not refuse a flow.
 
     Examples:
       lull flow check my_flow.json
       lull flow check reference_code
     """
-    failed = False
+    refused = False
     for name in files:
         try:
             path = resolve_flow(name)
         except FlowFileError as exc:
-            fail(str(exc))
+            for problem in exc.problems:
+                err.print(Text(problem.line(), style="red"), highlight=False, soft_wrap=True)
+            refused = True
+            continue
         report = check_file(path)
         for problem in report.problems:
             style = "red" if problem.severity == "error" else "yellow"
-            err.print(f"[{style}]{problem.line()}[/]", highlight=False, soft_wrap=True)
+            err.print(Text(problem.line(), style=style), highlight=False, soft_wrap=True)
         if report.flow is None:
-            failed = True
+            refused = True
             continue
         stages = len(report.flow.main.order)
         overlays = len(report.flow.overlays)
         out.print(
-            f"{path}: ok: {stages} stages, {overlays} overlays, "
-            f"{len(report.warnings)} warning(s)",
+            Text(f"{path}: ok: {stages} stages, {overlays} overlays, {len(report.warnings)} warning(s)"),
             highlight=False,
+            soft_wrap=True,
         )
-    if failed:
-        raise typer.Exit(1)
+    if refused:
+        raise typer.Exit(2)  # a refused flow is bad input, as everywhere in the CLI
 
 
 @flow_app.command("schema")
@@ -124,16 +130,16 @@ def simulate(
         for o in outcomes:
             snap = o.runtime.ladder.snapshot()
             table.add_row(
-                o.scenario.name,
-                "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]",
-                o.runtime.flow.spec.name,
-                snap["state"],
-                snap["outcome"] or "-",
+                Text(o.scenario.name),
+                Text("PASS", style="green") if o.passed else Text("FAIL", style="bold red"),
+                Text(o.runtime.flow.spec.name),
+                Text(str(snap["state"])),
+                Text(str(snap["outcome"] or "-")),
             )
         out.print(table)
         for o in outcomes:
             for failure in o.failures:
-                out.print(f"[red]{o.scenario.name}[/]: {failure}", highlight=False)
+                out.print(Text.assemble((o.scenario.name, "red"), f": {failure}"), highlight=False)
         passed = sum(o.passed for o in outcomes)
         out.print(f"{passed} of {len(outcomes)} scenarios passed")
     if any(not o.passed for o in outcomes):

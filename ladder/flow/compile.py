@@ -7,10 +7,13 @@ errors does not compile; warnings are shown by `lull flow check` and kept.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from ..policy import LadderPolicy, Route
 from .guards import Guard
@@ -61,6 +64,19 @@ class Layer:
     trigger: Guard | None = None
     resume: str = "previous"
     path: Path = ()
+    # stage -> stages that may follow it (after, next and escalation edges), built once:
+    # rescanning every edge per step made compiling cubic in the number of stages.
+    # The edges are fixed once the layer is built.
+    _successors: dict[str, set[str]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        successors: dict[str, set[str]] = {s: set() for s in self.order}
+        for stage, preds in self.after.items():
+            for pred in preds:
+                successors.setdefault(pred, set()).add(stage)
+        for source, target in self.escalations.items():
+            successors.setdefault(source, set()).add(target)
+        self._successors = successors
 
     def roots(self) -> list[str]:
         special = set(self.escalations.values())
@@ -70,10 +86,7 @@ class Layer:
         return [s for s in self.order if self.stages[s].terminal]
 
     def successors(self, stage: str) -> set[str]:
-        out = {s for s, preds in self.after.items() if stage in preds}
-        if stage in self.escalations:
-            out.add(self.escalations[stage])
-        return out
+        return set(self._successors.get(stage, ()))
 
 
 @dataclass
@@ -177,18 +190,20 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
         )
     for layer in (main, *overlays):
         _check_stages(spec, layer, tools, diags)
-        _check_reachable(layer, spec.routes, diags)
+        in_cycles = _check_cycles(layer, diags)
+        _check_reachable(layer, spec.routes, diags, in_cycles)
+    _check_can_end(main, diags)
     commit_policies = _check_policies(spec, tools, diags)
     ladder = _ladder_policy(spec.ladder, spec.routes, ("ladder",), diags)
     stage_policies: dict[str, LadderPolicy] = {}
     if ladder is not None:
         _lint_ladder(ladder, ("ladder",), diags)
         for layer in (main, *overlays):
-            for sid in layer.order:
+            for index, sid in enumerate(layer.order):
                 stage = layer.stages[sid]
                 if stage.ladder:
                     merged = {**spec.ladder, **stage.ladder}
-                    path = (*layer.path, layer.order.index(sid), "ladder")
+                    path = (*layer.path, index, "ladder")
                     policy = _ladder_policy(merged, spec.routes, path, diags)
                     if policy is not None:
                         stage_policies[sid] = policy
@@ -199,11 +214,13 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
             if route.goto not in main.stages:
                 diags.append(Diagnostic(("routes", i, "goto"), f"route {route.id!r} leads to unknown stage {route.goto!r}"))
             route_gotos[route.id] = route.goto
-    for i, slot in enumerate(sorted({s for st in spec.stages for s in st.collect})):
+    first_collector: dict[str, int] = {}
+    for j, st in enumerate(spec.stages):
+        for slot in st.collect:
+            first_collector.setdefault(slot, j)
+    for slot in sorted(first_collector):
         if slot not in spec.slots:
-            where = next(
-                ("stages", j, "collect") for j, st in enumerate(spec.stages) if slot in st.collect
-            )
+            where = ("stages", first_collector[slot], "collect")
             diags.append(Diagnostic(where, f"slot {slot!r} is collected but not declared in 'slots'"))
     errors = [d for d in diags if d.severity == "error"]
     if errors or ladder is None:
@@ -298,25 +315,174 @@ def _check_stages(spec: FlowSpec, layer: Layer, tools: dict[str, ToolSpec], diag
                 diags.append(Diagnostic((*path, "complete_when"), f"called_ok names undeclared tool {tool!r}"))
 
 
-def _check_reachable(layer: Layer, routes: tuple[Route, ...], diags: list[Diagnostic]) -> None:
+def _check_reachable(
+    layer: Layer, routes: tuple[Route, ...], diags: list[Diagnostic], in_cycles: set[str] = frozenset()
+) -> None:
     reached = set(layer.roots())
     gotos = {r.goto for r in routes if r.goto}
     reached |= gotos & set(layer.stages)
     frontier = list(reached)
     while frontier:
-        for nxt in layer.successors(frontier.pop()):
+        for nxt in layer._successors.get(frontier.pop(), ()):
             if nxt not in reached:
                 reached.add(nxt)
                 frontier.append(nxt)
     for i, sid in enumerate(layer.order):
-        if sid not in reached:
+        # a stage in a cycle is already reported as such: the cycle is why nothing reaches it
+        if sid not in reached and sid not in in_cycles:
             diags.append(Diagnostic((*layer.path, i), f"stage {sid!r} is unreachable: no path leads to it"))
+
+
+def _check_cycles(layer: Layer, diags: list[Diagnostic]) -> set[str]:
+    """A cycle of after/next edges: each stage waits for another, so none ever starts.
+
+    Returns the stages in cycles. Escalation edges are not part of this graph: an
+    escalation back to an earlier stage is a choice the runtime makes, not a wait.
+    """
+    index = _first_index(layer)
+    follows: dict[str, list[str]] = {s: [] for s in index}
+    for stage in sorted(layer.after, key=index.__getitem__):
+        for pred in layer.after[stage]:
+            follows[pred].append(stage)
+    for targets in follows.values():
+        targets.sort(key=index.__getitem__)
+    members: set[str] = set()
+    for component in _strongly_connected(list(index), follows):
+        start = min(component, key=index.__getitem__)
+        if len(component) == 1 and start not in layer.after[start]:
+            continue
+        members |= set(component)
+        cycle = _cycle_through(start, set(component), follows)
+        source, target = cycle[0], cycle[1]
+        if layer.stages[source].next == target:
+            path = (*layer.path, index[source], "next")
+        else:
+            path = (*layer.path, index[target], "after", layer.stages[target].after.index(source))
+        if len(cycle) == 2:
+            message = f"stage {start!r} comes after itself, so it can never start and the call cannot end"
+        else:
+            shown = [repr(s) for s in cycle]
+            if len(shown) > 8:
+                shown = [*shown[:4], "...", *shown[-2:]]
+            message = (
+                f"stages {' -> '.join(shown)} form a cycle ({len(cycle) - 1} stages): each waits for "
+                "the one before it to complete, so none can start and the call cannot end"
+            )
+        diags.append(Diagnostic(path, message))
+    return members
+
+
+def _check_can_end(main: Layer, diags: list[Diagnostic]) -> None:
+    """Every call must be able to end: a terminal stage, and one after every stage.
+
+    In the main layer a completed stage with nothing after it leaves the call idle
+    forever. Only after/next edges count: an escalation is taken when repair gives
+    up, not when the stage completes. (Cycles are reported by _check_cycles; with
+    them refused the graph is acyclic, so a stage from which no terminal stage can be
+    reached always leads to a stage with nothing after it, and that is the one named.)
+    """
+    if not main.terminals():
+        diags.append(
+            Diagnostic(
+                main.path,
+                'the flow has no terminal stage, so a call can never end; mark the stage that ends the call "terminal": true',
+            )
+        )
+        return
+    has_follower = {pred for preds in main.after.values() for pred in preds}
+    for sid, i in _first_index(main).items():
+        if not main.stages[sid].terminal and sid not in has_follower:
+            diags.append(
+                Diagnostic(
+                    (*main.path, i),
+                    f"stage {sid!r} is not terminal and nothing comes after it, so a call that completes it "
+                    'waits forever; give it a "next" or mark it "terminal": true',
+                )
+            )
+
+
+def _first_index(layer: Layer) -> dict[str, int]:
+    """Stage id -> index of its first definition in the layer (duplicates are reported elsewhere)."""
+    index: dict[str, int] = {}
+    for i, sid in enumerate(layer.order):
+        index.setdefault(sid, i)
+    return index
+
+
+def _strongly_connected(nodes: list[str], successors: dict[str, Any]) -> list[list[str]]:
+    """Tarjan's strongly connected components, without recursion; sinks come first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[list[str]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(successors.get(root, ())))]
+        while work:
+            node, pending = work[-1]
+            for nxt in pending:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(successors.get(nxt, ()))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    components.append(component)
+    return components
+
+
+def _cycle_through(start: str, members: set[str], follows: dict[str, list[str]]) -> list[str]:
+    """The shortest cycle from `start` back to it inside one component: [start, ..., start]."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        next_frontier = []
+        for node in frontier:
+            for nxt in follows[node]:
+                if nxt not in members:
+                    continue
+                if nxt == start:
+                    cycle = [start]
+                    while node != start:
+                        cycle.append(node)
+                        node = came_from[node]
+                    return [start, *reversed(cycle[1:]), start]
+                if nxt not in came_from:
+                    came_from[nxt] = node
+                    next_frontier.append(nxt)
+        frontier = next_frontier
+    return [start, start]  # not reached: every member of a component lies on a cycle
 
 
 def _check_policies(spec: FlowSpec, tools: dict[str, ToolSpec], diags: list[Diagnostic]) -> dict[str, CommitPolicy]:
     commits: dict[str, CommitPolicy] = {}
     for i, policy in enumerate(spec.policies):
-        if isinstance(policy, CommitPolicy):
+        if isinstance(policy, RedactPolicy):
+            for j, key in enumerate(policy.keys):
+                if key not in spec.slots:
+                    # a misspelt key would leave the real slot's value in every journal
+                    diags.append(Diagnostic(("policies", i, "keys", j), f"redact key {key!r} names no slot; {_slot_hint(key, spec)}"))
+        elif isinstance(policy, CommitPolicy):
             if policy.tool not in tools:
                 diags.append(Diagnostic(("policies", i, "tool"), f"commit policy names tool {policy.tool!r}, which the flow does not declare"))
             if policy.compensate_with is not None and policy.compensate_with not in tools:
@@ -333,6 +499,15 @@ def _check_policies(spec: FlowSpec, tools: dict[str, ToolSpec], diags: list[Diag
     return commits
 
 
+def _slot_hint(key: str, spec: FlowSpec) -> str:
+    close = difflib.get_close_matches(key, list(spec.slots), n=1)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    if spec.slots:
+        return "declared slots: " + ", ".join(sorted(spec.slots))
+    return "the flow declares no slots"
+
+
 def _safety_overlay(spec: FlowSpec, diags: list[Diagnostic]) -> Overlay | None:
     policy = next((p for p in spec.policies if isinstance(p, SafetyHandoffPolicy)), None)
     if policy is None:
@@ -347,7 +522,8 @@ def _ladder_policy(data: dict, routes: tuple[Route, ...], path: Path, diags: lis
     if routes:
         merged["routes"] = [r.model_dump() for r in routes]
     try:
-        return LadderPolicy.model_validate(merged)
+        # strictly, as JSON: a ladder says true, not "yes", and 8000, not "8000"
+        return LadderPolicy.model_validate_json(to_json(merged), strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(p for p in err["loc"] if p != "__root__")
@@ -380,25 +556,89 @@ def _lint_ladder(policy: LadderPolicy, path: Path, diags: list[Diagnostic]) -> N
 
 
 def _corrections(main: Layer) -> dict[str, list[str]]:
-    """G3: a changed slot withdraws the confirmations its downstream stages rely on."""
+    """G3: a changed slot withdraws the confirmations its downstream stages rely on.
+
+    For a stage that collects: the keys its downstream stages collect or commit on,
+    less its own slots and the slots collected upstream of it. Computed for all stages
+    at once over the graph's strongly connected components, with key sets as integer
+    bitsets, so a large flow compiles in about linear time.
+    """
+    stages = main.stages
+    ids = list(_first_index(main))
+    keys_of = {sid: _stage_keys(stages[sid]) for sid in ids}
+    names = sorted(set().union(*keys_of.values())) if ids else []
+    bit = {name: 1 << i for i, name in enumerate(names)}  # sorted bits decode sorted
+
+    def bits(keys) -> int:
+        out = 0
+        for key in keys:
+            out |= bit[key]
+        return out
+
+    key_bits = {sid: bits(keys_of[sid]) for sid in ids}
+    collect_bits = {sid: bits(stages[sid].collect) for sid in ids}
+    successors = main._successors
+    predecessors: dict[str, set[str]] = {sid: set() for sid in ids}
+    for sid in ids:
+        for nxt in successors.get(sid, ()):
+            predecessors[nxt].add(sid)
+    components = _strongly_connected(ids, successors)  # sinks first
+    component_of = {sid: c for c, members in enumerate(components) for sid in members}
+    own_keys = [_union(key_bits[m] for m in members) for members in components]
+    own_collect = [_union(collect_bits[m] for m in members) for members in components]
+    below = [0] * len(components)  # keys of every stage strictly downstream of the component
+    for c, members in enumerate(components):
+        for m in members:
+            for nxt in successors.get(m, ()):
+                d = component_of[nxt]
+                if d != c:
+                    below[c] |= own_keys[d] | below[d]
+    above = [0] * len(components)  # slots collected strictly upstream of the component
+    for c in range(len(components) - 1, -1, -1):
+        for m in components[c]:
+            for prev in predecessors[m]:
+                u = component_of[prev]
+                if u != c:
+                    above[c] |= own_collect[u] | above[u]
     out: dict[str, list[str]] = {}
     for sid in main.order:
-        stage = main.stages[sid]
+        stage = stages[sid]
         if not stage.collect:
             continue
-        after_it = downstream(main, sid)
-        keys: set[str] = set()
-        for d in after_it:
-            ds = main.stages[d]
-            if ds.commit is not None:
-                keys |= ds.commit.guard.keys()
-            keys |= set(ds.collect)  # a downstream confirmation of the old value
-        keys -= set(stage.collect)
-        upstream = {s for s in main.order if sid in downstream(main, s)}
-        keys -= {slot for u in upstream for slot in main.stages[u].collect}
+        c = component_of[sid]
+        down, up = below[c], above[c]
+        if len(components[c]) > 1:  # in a cycle the other members are both up- and downstream
+            down |= _union(key_bits[m] for m in components[c] if m != sid)
+            up |= _union(collect_bits[m] for m in components[c] if m != sid)
+        keys = _decode(down & ~collect_bits[sid] & ~up, names)
         for slot in stage.collect:
-            out[slot] = sorted(keys)
+            out[slot] = list(keys)  # a list of its own per slot, as before
     return out
+
+
+def _stage_keys(stage: StageSpec) -> set[str]:
+    """What a correction upstream withdraws from this stage: its commit guard's keys and
+    its own slots (a downstream confirmation of the old value)."""
+    keys = set(stage.collect)
+    if stage.commit is not None:
+        keys |= stage.commit.guard.keys()
+    return keys
+
+
+def _union(values) -> int:
+    out = 0
+    for value in values:
+        out |= value
+    return out
+
+
+_BIT_FLAGS = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def _decode(bits: int, names: list[str]) -> list[str]:
+    """The names whose bits are set, in bit order (itertools.compress at C speed)."""
+    flags = bin(bits)[:1:-1].encode().translate(_BIT_FLAGS)  # flags[i] is bit i
+    return list(compress(names, flags))
 
 
 def downstream(layer: Layer, stage: str) -> set[str]:
@@ -406,7 +646,7 @@ def downstream(layer: Layer, stage: str) -> set[str]:
     seen: set[str] = set()
     frontier = [stage]
     while frontier:
-        for nxt in layer.successors(frontier.pop()):
+        for nxt in layer._successors.get(frontier.pop(), ()):
             if nxt not in seen:
                 seen.add(nxt)
                 frontier.append(nxt)
@@ -418,6 +658,48 @@ def _fmt(path: Path) -> str:
     return Diagnostic(path, "").where()
 
 
+# -- a large flow for benchmarks and tests ---------------------------------------------
+
+
+def synthetic_flow(n_stages: int, shape: Literal["chain", "fanout"] = "chain") -> dict:
+    """A valid flow document with `n_stages` stages, for measuring growth.
+
+    chain: start, then questions one after the other (each collects its own digits
+    slot), then finish. fanout: start, then every question at once, all joining
+    into finish. Every question escalates to a give_up stage; finish and give_up are
+    terminal. The document is a plain dict, as json.load would give it.
+    """
+    if shape not in ("chain", "fanout"):
+        raise ValueError(f"shape must be 'chain' or 'fanout', not {shape!r}")
+    if n_stages < 4:
+        raise ValueError(f"a synthetic flow needs at least 4 stages, not {n_stages}")
+    questions = [f"q{i:05d}" for i in range(n_stages - 3)]
+    slots = [f"slot_{i:05d}" for i in range(n_stages - 3)]
+    stages: list[dict] = [{"id": "start", "say": "Hello."}]
+    if shape == "chain":
+        stages[0]["next"] = questions[0]
+    for i, (sid, slot) in enumerate(zip(questions, slots)):
+        question = {
+            "id": sid,
+            "say": f"What is number {i}?",
+            "collect": [slot],
+            "next": questions[i + 1] if shape == "chain" and i + 1 < len(questions) else "finish",
+            "repair": {"escalate_to": "give_up"},
+        }
+        if shape == "fanout":
+            question["after"] = ["start"]
+        stages.append(question)
+    stages.append({"id": "finish", "say": "Thank you. Goodbye.", "terminal": True})
+    stages.append({"id": "give_up", "say": "Let's stop here. Goodbye.", "terminal": True})
+    return {
+        "schema": 1,
+        "name": f"synthetic_{shape}_{n_stages}",
+        "title": f"Synthetic {shape} of {n_stages} stages",
+        "stages": stages,
+        "slots": {slot: {"type": "digits", "min_length": 1, "max_length": 8} for slot in slots},
+    }
+
+
 __all__ = [
     "MAIN",
     "CompiledFlow",
@@ -425,6 +707,8 @@ __all__ = [
     "FlowCompileError",
     "Layer",
     "compile_flow",
+    "downstream",
     "merge_timing",
     "stage_timing",
+    "synthetic_flow",
 ]

@@ -10,26 +10,33 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
 
 from ..policy import Route
 from .guards import Guard
 
 FLOW_SCHEMA = 1
 
+# Strict scalars: pydantic's lax mode would read "yes" as true, "800" as 800 and
+# 3.0 as 3; a flow file says what it means or is refused.
+Bool = Annotated[bool, Strict()]
+Int = Annotated[int, Strict()]
+Number = Annotated[float, Strict()]  # a JSON integer is a number too
+
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinities are not durations or counts: refused wherever a float is read
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Timing(_Spec):
     """Per-stage voice pacing (G1). Unset fields leave the session's behaviour alone."""
 
-    reprompt_after_ms: float | None = Field(default=None, gt=0)
+    reprompt_after_ms: Number | None = Field(default=None, gt=0)
     reprompt: str | None = None
-    filler_after_ms: float | None = Field(default=None, gt=0)
-    interruptible: bool | None = None
-    end_of_speech_ms: float | None = Field(default=None, gt=0)
+    filler_after_ms: Number | None = Field(default=None, gt=0)
+    interruptible: Bool | None = None
+    end_of_speech_ms: Number | None = Field(default=None, gt=0)
     context_delivery: Literal["immediate", "deferred"] | None = None
 
 
@@ -48,10 +55,10 @@ class Call(_Spec):
 
 
 class Repair(_Spec):
-    reprompt_after: int = Field(default=2, ge=1)  # turns active without completing
-    escalate_after: int = Field(default=4, ge=1)
-    escalate_after_interruptions: int | None = Field(default=None, ge=1)
-    escalate_after_tool_failures: int | None = Field(default=None, ge=1)
+    reprompt_after: Int = Field(default=2, ge=1)  # turns active without completing
+    escalate_after: Int = Field(default=4, ge=1)
+    escalate_after_interruptions: Int | None = Field(default=None, ge=1)
+    escalate_after_tool_failures: Int | None = Field(default=None, ge=1)
     escalate_to: str | None = None
 
 
@@ -66,8 +73,16 @@ class Slot(_Spec):
     """How a collected value is read from the caller's words (V5)."""
 
     type: Literal["digits", "yes_no", "number", "text"]
-    min_length: int | None = Field(default=None, ge=1)  # digits: fewer is a partial answer
-    max_length: int | None = Field(default=None, ge=1)
+    min_length: Int | None = Field(default=None, ge=1)  # digits: fewer is a partial answer
+    max_length: Int | None = Field(default=None, ge=1)
+
+    @field_validator("max_length")
+    @classmethod
+    def _not_below_min(cls, value: int | None, info: ValidationInfo) -> int | None:
+        low = info.data.get("min_length")
+        if value is not None and low is not None and value < low:
+            raise ValueError(f"max_length {value} is below min_length {low}, so no answer could fit both")
+        return value
 
 
 class StageSpec(_Spec):
@@ -77,7 +92,7 @@ class StageSpec(_Spec):
     allow: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     next: str | None = None
-    terminal: bool = False
+    terminal: Bool = False
     timing: Timing | None = None
     verbatim: str | None = None
     commit: Commit | None = None
@@ -121,14 +136,26 @@ class ToolSpec(_Spec):
     """A tool the flow may call. Lull simulates it: latency and outcome are data."""
 
     name: str
-    latency_ms: float = Field(default=800, ge=0)
-    outcome: Literal["ok", "failed", "unknown"] = "ok"
+    latency_ms: Number = Field(
+        default=800, ge=0, description="How long the simulated tool takes to answer, in milliseconds."
+    )
+    outcome: Literal["ok", "failed", "unknown"] = Field(
+        default="ok", description="What the simulated tool answers: ok, failed, or unknown (no verdict)."
+    )
+    timeout_ms: Number = Field(
+        default=10_000,
+        gt=0,
+        description=(
+            "How long the agent waits for the tool, in milliseconds (positive, finite). "
+            "A tool that has not answered by then counts as outcome 'unknown'."
+        ),
+    )
     result: dict[str, Any] = {}
     description: str = ""
 
 
 class FlowSpec(_Spec):
-    schema_: int = Field(default=FLOW_SCHEMA, alias="schema")
+    schema_: Int = Field(default=FLOW_SCHEMA, alias="schema", json_schema_extra={"const": FLOW_SCHEMA})
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_\-]*$")
     title: str = ""
     stages: tuple[StageSpec, ...] = Field(min_length=1)
@@ -136,12 +163,19 @@ class FlowSpec(_Spec):
     policies: tuple[Policy, ...] = ()
     slots: dict[str, Slot] = {}
     intents: dict[str, tuple[str, ...]] = {}  # intent -> example phrases
-    intent_threshold: float = Field(default=0.55, gt=0, le=1)
+    intent_threshold: Number = Field(default=0.55, gt=0, le=1)
     routes: tuple[Route, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     ladder: dict[str, Any] = {}  # a LadderPolicy, partially: unset fields take defaults
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False)
+
+    @field_validator("schema_")
+    @classmethod
+    def _supported_schema(cls, value: int) -> int:
+        if value != FLOW_SCHEMA:
+            raise ValueError(f"unsupported flow schema version {value}: this Lull reads schema {FLOW_SCHEMA}")
+        return value
 
 
 def flow_schema() -> dict:
