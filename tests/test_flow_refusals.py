@@ -372,3 +372,10 @@ def test_simulate_prints_failures_that_look_like_markup_as_written(tmp_path):
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 1
     assert "[/][bold]never said" in result.stdout
+
+
+def test_simulate_names_a_missing_scenario_that_looks_like_markup_as_written(tmp_path):
+    result = lull("simulate", "[/]nowhere.json", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: [/]nowhere.json: cannot read")
