@@ -1,9 +1,14 @@
-"""`lull bench turn`: caller turns through the file backend, timed stage by stage.
+"""`lull bench turn|replay|growth`: figures measured in one run.
+
+`turn`: caller turns through the file backend, timed stage by stage.
 
 The framework's cost is the gap between what a turn takes end to end (end of speech
 detected -> first agent audio out) and what the two models take on their own for the
 same work (whisper on the same utterance, piper's first chunk of the same reply),
 measured in the same run so a noisy, shared machine affects both alike.
+
+`growth`: the same work at two sizes (a journal of N and 2N records, a flow of M and
+2M stages), so a cost that grows faster than the input shows as a ratio above 2.
 """
 
 from __future__ import annotations
@@ -254,3 +259,120 @@ def run_replay_bench(sessions: int = 10_000) -> dict:
             "peak_memory_under_300mb": max(self_kb, child_kb) / 1024 < 300,
         },
     }
+
+
+# -- growth: does the cost stay linear in the size of the input? ----------------------------
+
+GROWTH_LOOP = ["4 8 2 1", "no"]  # the caller gives a code, then says it was wrong: asked again
+
+
+def long_session(folder: Path, loops: int) -> int:
+    """Record a long simulated call in `folder`; returns how many records its journal holds.
+
+    The bundled reference-code flow with an episode that never times out: the caller
+    answers and then denies the code, so the question is asked again, `loops` times.
+    """
+    import json as _json
+
+    from sessions.flowfiles import library_flow_path
+    from sessions.journal import read_journal
+    from sessions.scenarios import Scenario, run_scenario
+
+    data = _json.loads(library_flow_path("reference_code").read_text(encoding="utf-8"))
+    data.setdefault("ladder", {})["episode_ms"] = 10**9
+    steps = [{"say": words} for _ in range(loops) for words in GROWTH_LOOP] + [{"expect": {}}]
+    scenario = Scenario.model_validate({"schema": 1, "name": "growth", "title": "a long call", "flow": data, "steps": steps})
+    run_scenario(scenario, None, record_to=folder)
+    return len(read_journal(folder).records)
+
+
+def chain_flow(stages: int) -> dict:
+    """A flow document of `stages` questions in a chain, each collecting its own code.
+
+    A stand-in until the flow compiler ships its own synthetic-flow generator.
+    """
+    chain = [
+        {"id": f"ask{i}", "say": f"What is code number {i}?", "collect": [f"code{i}"], "next": f"ask{i + 1}" if i + 1 < stages else "done"}
+        for i in range(stages)
+    ]
+    chain.append({"id": "done", "say": "Thank you, goodbye.", "terminal": True})
+    return {
+        "schema": 1,
+        "name": "growth_chain",
+        "title": f"{stages} questions in a chain",
+        "stages": chain,
+        "slots": {f"code{i}": {"type": "digits", "min_length": 4} for i in range(stages)},
+    }
+
+
+def _cpu_seconds(work, min_total_s: float = 0.0, max_runs: int = 1) -> float:
+    """CPU time of one run of `work` (repeated, up to max_runs, until min_total_s is spent).
+
+    CPU time of this process, not wall time: other work on a shared machine stretches
+    wall time unevenly between the two sizes and would fake a growth ratio.
+    """
+    runs, started = 0, time.process_time()
+    while True:
+        work()
+        runs += 1
+        spent = time.process_time() - started
+        if runs >= max_runs or spent >= min_total_s:
+            return spent / runs
+
+
+def _growth(name: str, unit: str, small: int, large: int, small_s: float, large_s: float) -> dict:
+    return {
+        "what": name,
+        "unit": unit,
+        "sizes": [small, large],
+        "seconds": [round(small_s, 4), round(large_s, 4)],
+        "size_ratio": round(large / small, 2),
+        "time_ratio": round(large_s / small_s, 2) if small_s > 0 else None,
+    }
+
+
+def run_growth_bench(records: int = 20_000, stages: int = 80) -> dict:
+    """Export and replay at N and 2N journal records, flow compilation at M and 2M stages.
+
+    Each figure is the CPU time at both sizes and their ratio: about 2.0 when the cost
+    grows linearly with the size, about 4.0 when it grows with its square.
+    """
+    import shutil
+
+    from sessions.export import export_incident, export_scenario
+    from sessions.flowfiles import check_data
+    from sessions.replay import replay
+
+    loops = max(2, round(records / 70))  # about 70 records per loop of the call
+    root = Path(tempfile.mkdtemp(prefix="lull-growth-"))
+    rows = []
+    try:
+        sizes, timings = [], {"record": [], "export_incident": [], "export_scenario": [], "replay": []}
+        for n, count in enumerate((loops, 2 * loops)):
+            folder = root / f"call{n}"
+            started = time.process_time()
+            sizes.append(long_session(folder, count))
+            timings["record"].append(time.process_time() - started)
+            timings["export_incident"].append(_cpu_seconds(lambda: export_incident(folder, "growth")))
+            timings["export_scenario"].append(_cpu_seconds(lambda: export_scenario(folder, "growth")))
+            timings["replay"].append(_cpu_seconds(lambda: replay(folder)))
+        labels = {
+            "record": "simulate and record the call",
+            "export_incident": "sessions export --as incident",
+            "export_scenario": "sessions export --as scenario",
+            "replay": "sessions replay",
+        }
+        for key, label in labels.items():
+            rows.append(_growth(label, "journal records", sizes[0], sizes[1], *timings[key]))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    compile_s = []
+    for count in (stages, 2 * stages):
+        document = chain_flow(count)
+        report = check_data(document, "growth flow")
+        if report.flow is None:
+            raise RuntimeError(f"the growth flow does not compile: {report.errors[0].line()}")
+        compile_s.append(_cpu_seconds(lambda doc=document: check_data(doc, "growth flow"), min_total_s=0.3, max_runs=50))
+    rows.append(_growth("flow check and compile", "stages", stages, 2 * stages, *compile_s))
+    return {"rows": rows, "linear_ratio": 2.0}

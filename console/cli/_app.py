@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 app = typer.Typer(
     name="lull",
@@ -21,9 +24,44 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def fail(message: str, code: int = 2) -> None:
-    """One clear line and a non-zero exit."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """One clear line and a non-zero exit. The message is never read as console markup:
+    it holds file names, journal content and the user's words."""
+    err.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def print_text(*parts: str | tuple[str, str], console: Console | None = None) -> None:
+    """Print plain text (strings) and styled text ((text, style) pairs), never as markup:
+    user text such as "[/]" or "[redacted]" prints as it is."""
+    (console or out).print(Text.assemble(*parts), highlight=False, soft_wrap=True)
+
+
+def plain(value: object) -> Text:
+    """A table cell that shows its text as it is (a str cell would be read as markup)."""
+    return Text(str(value))
+
+
+def check_new_file(option: str, path: Path) -> None:
+    """Refuse, before any work, an output file that exists or cannot be created."""
+    if path.exists() or path.is_symlink():
+        fail(f"{option} {path}: the file exists; choose another name (nothing was overwritten)")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        fail(f"{option} {path}: the folder {folder} {what}; expected an existing folder to write into")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {folder} is not writable")
+
+
+def write_new_file(option: str, path: Path, data: bytes) -> None:
+    """Write a file that must not exist yet ('x': a file that appeared meanwhile is kept)."""
+    try:
+        with open(path, "xb") as f:
+            f.write(data)
+    except FileExistsError:
+        fail(f"{option} {path}: the file exists; choose another name (nothing was overwritten)")
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
 @app.callback(invoke_without_command=True)

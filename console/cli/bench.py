@@ -1,4 +1,4 @@
-"""`lull bench turn|replay`: figures and ratios measured in one run."""
+"""`lull bench turn|replay|growth`: figures and ratios measured in one run."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ._app import app, err, out
 
@@ -69,6 +70,42 @@ def bench_replay(
     )
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+@bench_app.command("growth")
+def bench_growth(
+    records: Annotated[int, typer.Option("--records", min=100, help="N: journal records of the smaller call (the larger has 2N).")] = 20_000,
+    stages: Annotated[int, typer.Option("--stages", min=2, help="M: stages of the smaller flow (the larger has 2M).")] = 80,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The same work at two sizes: a ratio about 2.0 means the cost grows linearly.
+
+    Records a long simulated call of N and of 2N journal records and times exporting
+    and replaying each; checks and compiles a chain flow of M and of 2M stages. CPU
+    seconds of this process, so other work on the machine moves both sizes alike.
+
+    Examples:
+      lull bench growth
+      lull bench growth --records 60000 --stages 200 --json
+    """
+    from ..bench import run_growth_bench
+
+    with err.status(f"timing at {records} and {2 * records} records, {stages} and {2 * stages} stages…"):
+        result = run_growth_bench(records, stages)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    table = Table(title="Growth: the same work at two sizes (CPU seconds)", title_justify="left")
+    for column in ("work", "size", "seconds", "2x size", "seconds", "growth ratio"):
+        table.add_column(column, justify="left" if column == "work" else "right")
+    for row in result["rows"]:
+        (small, large), (small_s, large_s) = row["sizes"], row["seconds"]
+        ratio = row["time_ratio"]
+        shown = "-" if ratio is None else f"{ratio:.2f}"
+        style = "" if ratio is None or ratio < 2.6 else "bold red"  # well past linear
+        table.add_row(row["what"], f"{small} {row['unit']}", f"{small_s:.3f}", f"{large}", f"{large_s:.3f}", Text(shown, style=style))
+    out.print(table)
+    out.print("growth ratio: seconds at 2x size over seconds at 1x; about 2.0 is linear, about 4.0 quadratic", highlight=False)
 
 
 def _fmt(value) -> str:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ._app import app, err, fail, out
+from ._app import app, check_new_file, err, fail, out, plain, print_text, write_new_file
 
 
 @app.command("say")
@@ -28,8 +28,8 @@ def say(
 
     from voices.tts import PiperVoice, VoiceError
 
-    if out_path is not None and out_path.exists():
-        fail(f"--out {out_path}: the file exists; choose another name (nothing was overwritten)")
+    if out_path is not None:
+        check_new_file("--out", out_path)  # before the voice loads: a bad path costs nothing
     try:
         piper = PiperVoice(voice)
     except VoiceError as exc:
@@ -38,10 +38,14 @@ def say(
     audio = piper.synthesize_all(text)
     seconds = len(audio) / piper.sample_rate
     if out_path is not None:
+        import io
+
         import soundfile
 
-        soundfile.write(out_path, audio, piper.sample_rate, subtype="PCM_16")
-        out.print(f"{out_path}: {seconds:.2f}s of audio, synthesized in {time.monotonic() - started:.2f}s")
+        wav = io.BytesIO()
+        soundfile.write(wav, audio, piper.sample_rate, subtype="PCM_16", format="WAV")
+        write_new_file("--out", out_path, wav.getvalue())
+        print_text(f"{out_path}: {seconds:.2f}s of audio, synthesized in {time.monotonic() - started:.2f}s")
         return
     from voices.audio import AudioUnavailable, resolve_device
 
@@ -52,7 +56,7 @@ def say(
         sounddevice.play(audio, piper.sample_rate, device=device, blocking=True)
     except AudioUnavailable as exc:
         fail(f"{exc}; or use --out file.wav")
-    out.print(f"played {seconds:.2f}s")
+    print_text(f"played {seconds:.2f}s")
 
 
 @app.command("transcribe")
@@ -75,10 +79,10 @@ def transcribe(
     except RecognizerError as exc:
         fail(str(exc))
     if recognition.reason:
-        out.print(f"(no usable input: {recognition.reason})")
+        print_text(f"(no usable input: {recognition.reason})")
     else:
-        out.print(recognition.text, highlight=False)
-    err.print(f"{recognition.audio_s:.2f}s of audio decoded in {recognition.decode_s:.2f}s", highlight=False)
+        print_text(recognition.text)  # whisper writes "[BLANK_AUDIO]" and the like: shown as they are
+    print_text(f"{recognition.audio_s:.2f}s of audio decoded in {recognition.decode_s:.2f}s", console=err)
 
 
 @app.command("devices")
@@ -100,5 +104,5 @@ def devices() -> None:
         table.add_column(column)
     for d in found:
         default = ", ".join(k for k, v in (("input", d.is_default_input), ("output", d.is_default_output)) if v)
-        table.add_row(str(d.index), d.name, str(d.max_input_channels), str(d.max_output_channels), f"{d.default_samplerate:g}", default)
+        table.add_row(str(d.index), plain(d.name), str(d.max_input_channels), str(d.max_output_channels), f"{d.default_samplerate:g}", default)
     out.print(table)

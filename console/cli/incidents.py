@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sessions.incidents import (
     Incident,
@@ -18,7 +21,7 @@ from sessions.incidents import (
     run_incident,
 )
 
-from ._app import app, fail, out
+from ._app import app, fail, out, plain, print_text
 
 incidents_app = typer.Typer(
     help="The incident library: race, hold, media-failure and deadline schedules run on a virtual clock.",
@@ -73,7 +76,7 @@ def list_incidents(
     table.add_column("what it rehearses")
     table.add_column("prohibited results")
     for i in incidents:
-        table.add_row(i.name, i.title, "; ".join(p.what for p in i.prohibit))
+        table.add_row(plain(i.name), plain(i.title), plain("; ".join(p.what for p in i.prohibit)))
     out.print(table)
 
 
@@ -106,9 +109,7 @@ def run_incidents(
     except IncidentError as exc:
         fail(str(exc))
     if record is not None:
-        taken = [i.name for i in incidents if (record / i.name / "journal.jsonl").exists()]
-        if taken:
-            fail(f"{record / taken[0]}: a recorded session is already there; choose another --record folder")
+        _check_record_folder(record, incidents)
     outcomes = [
         run_incident(i, record_to=None if record is None else record / i.name) for i in incidents
     ]
@@ -119,6 +120,31 @@ def run_incidents(
     failed = [o for o in outcomes if not o.passed]
     if failed:
         raise typer.Exit(1)
+
+
+def _check_record_folder(record: Path, incidents: list[Incident]) -> None:
+    """Refuse, before any run, a --record folder where a session would clash or fail."""
+    twice = [name for name, n in Counter(i.name for i in incidents).items() if n > 1]
+    if twice:
+        fail(
+            f"--record {record}: incident {twice[0]!r} is given more than once; each run is "
+            f"recorded in {record / twice[0]}, so name each incident once"
+        )
+    if record.exists() and not record.is_dir():
+        fail(f"--record {record}: is a file; expected a folder for the session folders")
+    for incident in incidents:
+        folder = record / incident.name
+        if folder.exists() and not folder.is_dir():
+            fail(f"--record {record}: {folder} is a file; expected a folder for the session")
+        if (folder / "journal.jsonl").exists():
+            fail(f"--record {record}: {folder}: a recorded session is already there; choose another --record folder (nothing was overwritten)")
+    existing = record
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"--record {record}: {existing} is a file; expected a folder to record into")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"--record {record}: {existing} is not writable")
 
 
 def _print_outcomes(outcomes: list[Outcome]) -> None:
@@ -132,20 +158,20 @@ def _print_outcomes(outcomes: list[Outcome]) -> None:
     table.add_column("final state")
     table.add_column("outcome")
     for o in outcomes:
-        verdict = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
+        verdict = Text("PASS", style="green") if o.passed else Text("FAIL", style="bold red")
         table.add_row(
-            o.incident.name,
+            plain(o.incident.name),
             verdict,
             str(o.counts["requested"]),
             str(o.counts["started"]),
             str(o.counts["completed"]),
             str(o.counts["cancelled"]),
-            o.snapshot["state"],
-            o.snapshot["outcome"] or "-",
+            plain(o.snapshot["state"]),
+            plain(o.snapshot["outcome"] or "-"),
         )
     out.print(table)
     for o in outcomes:
         for failure in o.failures:
-            out.print(f"[red]{o.incident.name}[/]: {failure}", highlight=False)
+            print_text((o.incident.name, "red"), f": {failure}")
     passed = sum(o.passed for o in outcomes)
-    out.print(f"{passed} of {len(outcomes)} incidents passed")
+    print_text(f"{passed} of {len(outcomes)} incidents passed")

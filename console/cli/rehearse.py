@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +17,39 @@ from sessions.flowfiles import (
     resolve_flow,
 )
 
-from ._app import app, err, fail, out
+from ._app import app, err, fail, print_text
+
+# what a session folder holds: a folder holding any of them is someone's recording
+SESSION_FILES = ("journal.jsonl", "mic.wav", "out.wav")
+
+
+def check_journal_folder(journal: Path) -> None:
+    """Refuse, before anything starts, a --journal folder that is not a new place to record."""
+    if journal.exists() and not journal.is_dir():
+        fail(f"--journal {journal}: is a file; expected a folder for the session (a new or empty one)")
+    taken = [name for name in SESSION_FILES if (journal / name).exists() or (journal / name).is_symlink()]
+    if taken:
+        fail(f"--journal {journal}: already holds {', '.join(taken)}; choose another folder (nothing was overwritten)")
+    existing = journal
+    while not existing.exists():  # the folder is made when the call starts: check where it will go
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"--journal {journal}: {existing} is a file; expected a folder to record into")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"--journal {journal}: {existing} is not writable")
+
+
+def _journal_problem(exc: OSError, journal: Path | None) -> str | None:
+    """The one-line message for a failure to create the session folder or its files."""
+    if journal is None or exc.filename is None:
+        return None
+    try:
+        Path(exc.filename).resolve().relative_to(journal.resolve())
+    except ValueError:
+        return None
+    return f"--journal {journal}: cannot record there: {exc.strerror or exc}"
 
 
 @app.command("rehearse")
@@ -56,8 +89,8 @@ def rehearse(
         fail("--backend file needs --caller caller.wav (the caller's audio)")
     if caller is not None and not caller.is_file():
         fail(f"--caller {caller}: no such file")
-    if journal is not None and (journal / "journal.jsonl").exists():
-        fail(f"{journal}: a recorded session is already there; choose another --journal folder")
+    if journal is not None:
+        check_journal_folder(journal)
     if not headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail("the console needs a terminal; use --headless to print the event stream instead")
     try:
@@ -73,27 +106,34 @@ def rehearse(
         LullApp(compiled, flow_path=path, backend=the_backend, journal_dir=journal, notice=notice, verbose=verbose).run()
         return
     if notice:
-        err.print(notice, highlight=False)
-    out.print(f"[bold]Lull[/]: rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}", highlight=False)
+        print_text(notice, console=err)
+    # the caller's words, prompts and flow names are printed as they are, never as markup
+    print_text(("Lull", "bold"), f": rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}")
 
     def line(who: str, text: str) -> None:
-        out.print(f"[bold]{who:>6} >[/] {text}", highlight=False)
+        print_text((f"{who:>6} >", "bold"), f" {text}")
 
     the_backend.on_line = line
     session = LiveSession(compiled, the_backend, journal_dir=journal)
-    outcome = asyncio.run(
-        rehearse_headless(
-            session,
-            the_backend.say,
-            write=lambda s: out.print(s, highlight=False),
-            verbose=verbose,
-            speaking=lambda: the_backend.speaking,
+    try:
+        outcome = asyncio.run(
+            rehearse_headless(
+                session,
+                the_backend.say,
+                write=lambda text: print_text(text),
+                verbose=verbose,
+                speaking=lambda: the_backend.speaking,
+            )
         )
-    )
+    except OSError as exc:
+        problem = _journal_problem(exc, journal)
+        if problem is None:
+            raise
+        fail(problem)
     latencies = getattr(the_backend, "latencies", [])
     for latency in latencies:
-        out.print(f"turn {latency.turn}: {latency.as_dict()}", highlight=False)
-    out.print(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
+        print_text(f"turn {latency.turn}: {latency.as_dict()}")
+    print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
 
 
 def _choose_backend(backend: str, input_device: str | None, output_device: str | None) -> tuple[str, str]:
@@ -131,7 +171,7 @@ def _make_backend(chosen, caller, journal, input_device, output_device, voice, s
     if chosen == "file":
         try:
             return FileBackend(models, caller, record_dir=journal)
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
             fail(str(exc))
     try:
         return AudioBackend(
@@ -140,5 +180,5 @@ def _make_backend(chosen, caller, journal, input_device, output_device, voice, s
             output_device=resolve_device(output_device, "output"),
             record_dir=journal,
         )
-    except AudioUnavailable as exc:
+    except (AudioUnavailable, OSError) as exc:
         fail(str(exc))

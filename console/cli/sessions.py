@@ -1,4 +1,8 @@
-"""`lull sessions ...`: recorded sessions listed, shown, replayed, stepped, reported, exported."""
+"""`lull sessions ...`: recorded sessions listed, shown, replayed, stepped, reported, exported.
+
+Journal content (caller words, stand-ins such as "[redacted]", flow names) is printed
+as plain text, never read as console markup.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,22 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sessions.flowfiles import (
     FlowFileError,
     load_flow,
 )
 
-from ._app import app, fail, out
+from ._app import app, check_new_file, err, fail, out, plain, print_text, write_new_file
 
 sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 
 
 def _session_folders(root: Path) -> list[Path]:
-    if (root / "journal.jsonl").is_file():
+    # exists(), not is_file(): a journal that cannot be read is listed as unreadable
+    if (root / "journal.jsonl").exists():
         return [root]
     return sorted(p.parent for p in root.glob("*/journal.jsonl"))
 
@@ -33,31 +39,32 @@ def sessions_list(folder: Annotated[Path, typer.Argument(help="A folder of sessi
 
     Example: lull sessions list takes/
     """
-    from sessions.journal import JournalError, read_journal
+    from sessions.journal import JournalError
+    from sessions.replay import read_session
 
     if not folder.is_dir():
         fail(f"{folder}: no such folder")
     found = _session_folders(folder)
     if not found:
         fail(f"{folder}: no session folders (a session folder holds journal.jsonl)", code=1)
-    table = Table(title=f"Sessions in {folder}", title_justify="left")
+    table = Table(title=Text(f"Sessions in {folder}"), title_justify="left")
     for column in ("session", "source", "flow", "records", "length", "outcome", "skipped"):
         table.add_column(column)
     for path in found:
         try:
-            journal = read_journal(path)
+            journal = read_session(path)
         except JournalError as exc:
-            table.add_row(path.name, "-", "-", "-", "-", f"unreadable: {exc}", "-")
+            table.add_row(plain(path.name), "-", "-", "-", "-", plain(f"unreadable: {exc}"), "-")
             continue
         closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
         length = journal.records[-1]["t_ms"] / 1000 if journal.records else 0
         table.add_row(
-            path.name,
-            str(journal.header.get("source", "?")),
-            str(journal.header.get("flow") or journal.header.get("incident") or "-"),
+            plain(path.name),
+            plain(journal.header.get("source", "?")),
+            plain(journal.header.get("flow") or journal.header.get("incident") or "-"),
             str(len(journal.records)),
             f"{length:.1f}s",
-            closed[-1]["outcome"] if closed else "open",
+            plain(closed[-1]["outcome"] if closed else "open"),
             str(len(journal.skipped)),
         )
     out.print(table)
@@ -69,22 +76,23 @@ def sessions_show(session: Annotated[Path, typer.Argument(help="A session folder
 
     Example: lull sessions show takes/1
     """
-    from sessions.journal import JournalError, read_journal
+    from sessions.journal import JournalError
+    from sessions.replay import read_session
 
     from ..describe import describe, seconds
 
     try:
-        journal = read_journal(session)
-    except (JournalError, FileNotFoundError) as exc:
+        journal = read_session(session)
+    except JournalError as exc:
         fail(str(exc))
     header = {k: v for k, v in journal.header.items() if k not in ("ladder_policy", "flow_document")}
-    out.print(json.dumps(header, indent=2), highlight=False)
-    out.print(journal.report(), highlight=False)
+    print_text(json.dumps(header, indent=2, ensure_ascii=False))
+    print_text(journal.report())
     for record in journal.records:
         if record["type"] == "decision":
             text = describe(record)
             if text:
-                out.print(f"[{seconds(record['t_ms']):>7}] {text}", highlight=False)
+                print_text(f"[{seconds(record['t_ms']):>7}] {text}")
 
 
 @sessions_app.command("replay")
@@ -94,6 +102,10 @@ def sessions_replay(
     policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay of an incident session under this ladder policy (JSON).")] = None,
 ) -> None:
     """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
+
+    A journal cut short (the process was killed) replays CLEAN up to its last whole
+    step and says what was not compared; skipped lines are listed by line and field.
+    Exit status: 1 if any session drifted, 2 if any could not be replayed.
 
     With --flow or --policy, a paired replay: the same inputs under another policy, with
     what each decided per episode.
@@ -117,27 +129,31 @@ def sessions_replay(
         fail(str(exc))
     except (OSError, ValueError) as exc:
         fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
-    drift = False
+    drift = broken = False
     for path in sessions:
         try:
             if other_flow is not None or other_policy is not None:
                 report = paired_replay(path, flow=other_flow, policy=other_policy)
-                out.print(f"[bold]{path}[/]: {report.caveat}", highlight=False)
+                print_text((str(path), "bold"), f": {report.caveat}")
                 for diff in report.episodes:
-                    mark = "[yellow]changed[/]" if diff.changed else "same"
-                    out.print(f"  episode {diff.episode} {mark}", highlight=False)
-                    out.print(f"    recorded: {diff.before.line() if diff.before else '-'}", highlight=False)
-                    out.print(f"    paired:   {diff.after.line() if diff.after else '-'}", highlight=False)
-                out.print(f"  session outcome: recorded {report.session_outcome[0]}, paired {report.session_outcome[1]}", highlight=False)
+                    print_text(f"  episode {diff.episode} ", ("changed", "yellow") if diff.changed else "same")
+                    print_text(f"    recorded: {diff.before.line() if diff.before else '-'}")
+                    print_text(f"    paired:   {diff.after.line() if diff.after else '-'}")
+                print_text(f"  session outcome: recorded {report.session_outcome[0]}, paired {report.session_outcome[1]}")
                 continue
             result = replay(path)
-        except (JournalError, ReplayError, FileNotFoundError, FlowFileError) as exc:
-            fail(str(exc))
+        except (JournalError, ReplayError, FlowFileError) as exc:
+            # one line for this session; the others are still replayed
+            print_text(("error:", "bold red"), f" {exc}", console=err)
+            broken = True
+            continue
         style = "green" if result.verdict == "CLEAN" else "bold red"
-        out.print(f"[{style}]{result.verdict}[/] {result.describe()}", highlight=False)
+        print_text((result.verdict, style), " ", result.describe())
         if "no lines skipped" not in result.report:
-            out.print(f"  {result.report}", highlight=False)
+            print_text(f"  {result.report}")
         drift |= result.verdict == "DRIFT"
+    if broken:
+        raise typer.Exit(2)
     if drift:
         raise typer.Exit(1)
 
@@ -157,15 +173,19 @@ def sessions_step(
 
     try:
         cursor = Cursor(session)
-    except (JournalError, ReplayError, FileNotFoundError) as exc:
+        if not 0 <= at <= len(cursor):
+            fail(f"--at {at}: the session has {len(cursor)} inputs; expected 0..{len(cursor)}")
+        position = cursor.seek(at)
+    except (JournalError, ReplayError) as exc:
         fail(str(exc))
-    if not 0 <= at <= len(cursor):
-        fail(f"--at {at}: the session has {len(cursor)} inputs; expected 0..{len(cursor)}")
-    position = cursor.seek(at)
-    out.print(f"input {position.index} of {len(cursor)} at {position.t_ms / 1000:.3f}s: {json.dumps(position.event)}", highlight=False)
+    if "no lines skipped" not in cursor.journal.report():
+        print_text(cursor.journal.report(), console=err)
+    if cursor.stopped:
+        print_text(f"stepping stops at {cursor.stopped}", console=err)
+    print_text(f"input {position.index} of {len(cursor)} at {position.t_ms / 1000:.3f}s: {json.dumps(position.event, ensure_ascii=False)}")
     for decision in position.decisions:
-        out.print(f"  -> {json.dumps(decision)[:160]}", highlight=False)
-    typer.echo(json.dumps(position.state, indent=2))
+        print_text(f"  -> {json.dumps(decision, ensure_ascii=False)[:160]}")
+    typer.echo(json.dumps(position.state, indent=2, ensure_ascii=False))
 
 
 @sessions_app.command("export")
@@ -176,6 +196,9 @@ def sessions_export(
     name: Annotated[str | None, typer.Option("--name", help="The fixture's name.")] = None,
 ) -> None:
     """Make a regression fixture from a recorded session.
+
+    A session cut short exports its whole steps; the fixture passes on its own
+    (lull incidents run / lull simulate on the exported file).
 
     Examples:
       lull sessions export takes/1 --as incident --out incidents/take1.json
@@ -189,19 +212,19 @@ def sessions_export(
 
     if as_ not in ("incident", "scenario"):
         fail(f"--as {as_}: expected incident or scenario")
-    if out_path is not None and out_path.exists():
-        fail(f"--out {out_path}: the file exists; choose another name (nothing was overwritten)")
+    if out_path is not None:
+        check_new_file("--out", out_path)  # before the work, so a bad path costs nothing
     fixture_name = name or re.sub(r"[^a-z0-9_\-]", "_", (out_path.stem if out_path else session.name).lower())
     try:
         document = export_incident(session, fixture_name) if as_ == "incident" else export_scenario(session, fixture_name)
-    except (JournalError, ReplayError, FileNotFoundError, ValueError) as exc:
-        fail(str(exc))
+    except (JournalError, ReplayError, ValueError) as exc:
+        fail(str(exc).splitlines()[0])
     text = json.dumps(document, indent=2) + "\n"
     if out_path is None:
         typer.echo(text)
     else:
-        out_path.write_text(text, encoding="utf-8")
-        out.print(f"wrote {out_path}")
+        write_new_file("--out", out_path, text.encode("utf-8"))
+        print_text(f"wrote {out_path}")
 
 
 @sessions_app.command("report")
@@ -220,9 +243,16 @@ def sessions_report(
 
     from sessions.metrics import folder_metrics
 
+    if as_json and as_csv:
+        fail("--json and --csv: choose one output format")
     if not path.exists():
         fail(f"{path}: no such session or folder")
-    metrics = folder_metrics(path)
+    if not path.is_dir():
+        fail(f"{path}: not a folder; expected a session folder or a folder of them")
+    try:
+        metrics = folder_metrics(path)
+    except OSError as exc:
+        fail(f"{path}: cannot read the folder: {exc.strerror or exc}")
     if metrics.sessions == 0 and metrics.unreadable == 0:
         fail(f"{path}: no session folders (a session folder holds journal.jsonl)", code=1)
     if as_json:
@@ -238,12 +268,12 @@ def sessions_report(
         table.add_column(column)
     for metric, count, denominator, of in metrics.rows():
         share = f"{count / denominator:.0%}" if denominator else ""
-        table.add_row(metric, str(count), f"{denominator} {of}" if denominator is not None else "", share)
+        table.add_row(plain(metric), str(count), plain(f"{denominator} {of}") if denominator is not None else "", share)
     out.print(table)
     if metrics.sequences:
         sequences = Table(title="Prompt sequence per episode", title_justify="left")
         sequences.add_column("sequence")
         sequences.add_column("episodes")
         for sequence, count in metrics.sequences.most_common(12):
-            sequences.add_row(sequence, str(count))
+            sequences.add_row(plain(sequence), str(count))
         out.print(sequences)
