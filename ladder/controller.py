@@ -412,6 +412,9 @@ class Controller:
             requested_at=self.now,
             estimate_ms=estimate,
             on_complete=on_complete,
+            text=text,
+            routes=routes,
+            interruptible=interruptible,
         )
         if len(self.prompts) > 512:
             del self.prompts[next(iter(self.prompts))]
@@ -474,9 +477,44 @@ class Controller:
         if ep is None:
             self._set_state(State.IDLE, "no_pending_question")
             return
+        speaking = self._audible_prompt() if due is None else None
+        if speaking is not None:
+            self._listen_after(speaking, origin)
+            return
         stage = self.policy.stages[ep.stage_index]
         self._arm("window", due if due is not None else self.now + stage.wait_ms, origin)
         self._set_state(State.LISTENING, f"window_{origin}")
+
+    def _audible_prompt(self) -> PromptRecord | None:
+        """The latest prompt that is playing or queued to play, if any (L2, L5).
+
+        A caller's listening window must not run while the agent talks: a prompt
+        whose end is overdue by more than the completion grace no longer counts.
+        """
+        grace = self.policy.completion_grace_ms
+        for record in reversed(self.prompts.values()):
+            if record.completion_estimated:
+                continue  # its end was already taken from the estimate
+            if record.status is PromptStatus.STARTED:
+                started = record.started_at if record.started_at is not None else record.requested_at
+                if self.now <= started + (record.duration_ms or record.estimate_ms) + grace:
+                    return record
+            elif record.status is PromptStatus.REQUESTED and record.kind != "close":
+                if self.now <= record.requested_at + record.estimate_ms + 2 * grace:
+                    return record
+        return None
+
+    def _listen_after(self, record: PromptRecord, origin: str) -> None:
+        """Arm the window from the observed end of the agent's speech, not now."""
+        if self._boundary is not None and self._boundary != record.token:
+            self._cancel_prompt(self._boundary, "superseded")
+        record.on_complete = "window"
+        self._boundary = record.token
+        started = record.started_at if record.status is PromptStatus.STARTED else None
+        end = (started if started is not None else self.now) + (record.duration_ms or record.estimate_ms)
+        self._arm("playback_estimate", end + self.policy.completion_grace_ms, origin="estimate_from_speech")
+        self._trace("window_deferred", f"{origin}_while_agent_speaks", token=record.token, prompt=record.kind)
+        self._set_state(State.PROMPTING, "agent_speaking")
 
     def _advance_stage(self, reason: str, generation: int) -> None:
         ep = self.pending_episode
@@ -605,6 +643,7 @@ class Controller:
         self.waits.max_records = policy.max_wait_records
 
     def _on_announce(self, event: Announce) -> None:
+        listening = self.timers.get("window") is not None and self.pending_episode is not None
         token = self._request_prompt(
             "statement",
             event.text,
@@ -613,6 +652,11 @@ class Controller:
             interruptible=event.interruptible,
         )
         self._statements[token] = event.interruptible
+        if listening:
+            # the caller's window does not run while the agent talks: it starts again
+            # from the end of this statement (L2, L5)
+            self._disarm("window", "agent_speaking")
+            self._listen_after(self.prompts[token], "statement")
 
     def _on_agent_responded(self, event: AgentResponded) -> None:
         self._satisfy_watchdog("agent_responded")
@@ -929,6 +973,7 @@ class Controller:
             self._stale("duplicate_start", event)
             return
         record.status = PromptStatus.STARTED
+        record.started_at = self.now
         self._trace("prompt_started", record.kind, token=event.token, prompt=record.kind)
         ep = self.episode
         if record.kind == "reminder" and ep is not None and record.episode == ep.id:
@@ -960,6 +1005,8 @@ class Controller:
         record.status = PromptStatus.COMPLETED
         extra = {"transcript": event.transcript} if event.transcript is not None else {}
         self._trace("prompt_completed", record.kind, token=event.token, prompt=record.kind, **extra)
+        if record.kind != "filler":
+            self._rearm_filler_after(record)
         if self._boundary == event.token:
             self._take_boundary(event.token, origin="observed")
 
@@ -1021,7 +1068,9 @@ class Controller:
         self._disarm("recovery", "channel_repaired")
         self._recovering_path = None
         self._trace("channel_repaired", event.path)
-        if self.pending_episode is not None:
+        if self.tools:
+            self._begin_tool_wait("tool_running_after_repair")
+        elif self.pending_episode is not None:
             self._request_prompt(
                 "restate",
                 self.episode.text,
@@ -1044,15 +1093,42 @@ class Controller:
         self._trace("tool_started", event.name, call=event.call)
         if self.state is State.TOOL_WAIT:
             return
-        self._resume_after_tool = self.state is not State.RECOVERING
+        if self.state is State.RECOVERING:
+            # the channel is still being repaired: recovery keeps its timer and its
+            # state, so the repair is accepted; the tool wait begins after it (L9, L10)
+            self._trace("tool_wait_deferred", "recovering", call=event.call)
+            return
+        self._begin_tool_wait("tool_started")
+
+    def _begin_tool_wait(self, origin: str) -> None:
+        self._resume_after_tool = True
         if self._boundary is not None:
-            self._cancel_prompt(self._boundary, "tool_started")
+            record = self.prompts[self._boundary]
+            if record.kind in ("question", "restate"):
+                # the question still plays in full; its window waits for the tool
+                self._boundary = None
+                record.on_complete = None
+                self._disarm("playback_estimate", "tool_running")
+            else:
+                self._cancel_prompt(self._boundary, "tool_started")
         self._invalidate_no_input("tool_running")
         self._satisfy_watchdog("tool_started")
         self._suspended = None
         self._filler_played = False
-        self._arm("filler", self.now + self.policy.filler_after_ms, "tool_started")
-        self._set_state(State.TOOL_WAIT, "tool_started")
+        # the filler is for silence: it counts from the end of what the agent is saying
+        # ("Let me look that up" already tells the caller to wait), not from the start
+        speaking = self._audible_prompt()
+        due = self.now + self.policy.filler_after_ms
+        if speaking is not None:
+            started = speaking.started_at if speaking.status is PromptStatus.STARTED else self.now
+            due = max(due, started + (speaking.duration_ms or speaking.estimate_ms) + self.policy.filler_after_ms)
+        self._arm("filler", due, origin if speaking is None else "after_agent_speech")
+        self._set_state(State.TOOL_WAIT, origin)
+
+    def _rearm_filler_after(self, record: PromptRecord) -> None:
+        """A statement ended during a tool wait: the silence, and the filler, count from now."""
+        if self.state is State.TOOL_WAIT and not self._filler_played and self.timers.get("filler") is not None:
+            self._arm("filler", self.now + self.policy.filler_after_ms, f"after_{record.kind}")
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         name = self.tools.pop(event.call, None)

@@ -136,6 +136,13 @@ class PromptRecord:
     duration_ms: float | None = None
     on_complete: str | None = None  # window / hold / close / None
     completion_estimated: bool = False  # the boundary was taken from the estimate
+    started_at: float | None = None
+    # L8: a reminder that noise already cancelled once is requested again and plays
+    # through further noise (only an interpreted caller turn cuts it)
+    noise_proof: bool = False
+    text: str = ""
+    routes: tuple[str, ...] = ()
+    interruptible: bool = True
 
 
 @dataclass
