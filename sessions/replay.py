@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cache
 from pathlib import Path
@@ -77,52 +78,55 @@ def _expected(hint: Any) -> str:
     return names.get(origin or hint, str(hint))
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin is Literal:
-        return any(value == a and type(value) is type(a) for a in typing.get_args(hint))
-    if origin in (Union, types.UnionType):
-        return any(_fits(value, a) for a in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if (origin or hint) is dict:
-        return isinstance(value, dict)
-    if (origin or hint) in (tuple, list):
-        if not isinstance(value, list):
-            return False
-        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
-        return len(args) != 1 or all(_fits(v, args[0]) for v in value)
-    return True  # a hint this check does not know: the core's own decoding decides
+# JSON gives exact types, so `type(v) is` is both right and fast (bool is not an int here)
+_SIMPLE_CHECKS: dict[Any, Callable[[Any], bool]] = {
+    type(None): lambda v: v is None,
+    bool: lambda v: v is True or v is False,
+    int: lambda v: type(v) is int,
+    float: lambda v: type(v) is int or type(v) is float,
+    str: lambda v: type(v) is str,
+    dict: lambda v: type(v) is dict,
+}
 
 
 @cache
-def _field_rules(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """(name, type hint, required) for each field of an event or effect dataclass."""
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """A predicate for one field's type hint, built once per hint (records are many)."""
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        allowed = typing.get_args(hint)
+        return lambda v: any(v == a and type(v) is type(a) for a in allowed)
+    if origin in (Union, types.UnionType):
+        parts = tuple(_checker(a) for a in typing.get_args(hint))
+        return lambda v: any(part(v) for part in parts)
+    if (origin or hint) in (tuple, list):
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        item = _checker(args[0]) if len(args) == 1 else (lambda v: True)
+        return lambda v: type(v) is list and all(item(x) for x in v)
+    # a hint this check does not know: the core's own decoding decides
+    return _SIMPLE_CHECKS.get(origin or hint, lambda v: True)
+
+
+@cache
+def _field_rules(cls: type) -> tuple[tuple[str, Any, Callable[[Any], bool], bool], ...]:
+    """(name, type hint, its check, required) for each field of an event or effect dataclass."""
     hints = typing.get_type_hints(cls)
     return tuple(
-        (f.name, hints.get(f.name, Any), f.default is MISSING and f.default_factory is MISSING)
+        (f.name, hints.get(f.name, Any), _checker(hints.get(f.name, Any)), f.default is MISSING and f.default_factory is MISSING)
         for f in fields(cls)
     )
 
 
 def _fields_problem(data: dict, cls: type, where: str, strict: bool) -> str | None:
     rules = _field_rules(cls)
-    for name, hint, required in rules:
+    for name, hint, fits, required in rules:
         if name not in data:
             if required:
                 return f"field '{where}{name}' is missing"
-        elif not _fits(data[name], hint):
+        elif not fits(data[name]):
             return f"field '{where}{name}' is {_shown(data[name])}; expected {_expected(hint)}"
     if strict:
-        known = {name for name, _, _ in rules} | {"kind"}
+        known = {rule[0] for rule in rules} | {"kind"}
         extra = sorted(set(data) - known)
         if extra:
             return f"field '{where}{extra[0]}' is not a field of {data.get('kind')}"
