@@ -91,6 +91,7 @@ class Controller:
         self._no_response_expected = _RecentSet()
         self._responded = _RecentSet()
         self._suspended: Timer | None = None  # the window/hold a turn interrupted
+        self._cut_by_speech: PromptRecord | None = None  # a reminder a turn's start cut
         self._resume_after_tool: bool = False
         self._filler_played = False
         self._closing: Closing | None = None
@@ -704,14 +705,46 @@ class Controller:
         """L7: resumption cancels pending no-input output and invalidates its timers."""
         # remembered so a backchannel can resume the same window instead of resetting it
         self._suspended = self.timers.get("hold") or self.timers.get("window")
+        self._cut_by_speech = None
         if self._boundary is not None:
             record = self.prompts[self._boundary]
+            if record.noise_proof and reason == "caller_resumed":
+                # L8: noise already cut this reminder once; it plays on until the turn
+                # is understood as speech addressed to the agent
+                self._trace("prompt_kept", "noise_proof_reminder", token=record.token)
+                for kind in ("window", "hold"):
+                    self._disarm(kind, reason)
+                self._set_state(State.HEARING, reason)
+                return
             if record.status is PromptStatus.STARTED and not self._interruptible(record):
                 self._trace("speech_over_uninterruptible", "floor_held", token=record.token)
             else:
+                if record.kind == "reminder":
+                    self._cut_by_speech = record
                 self._cancel_prompt(self._boundary, reason)
         self._invalidate_no_input(reason)
         self._set_state(State.HEARING, reason)
+
+    def _restore_cut_reminder(self, intent: str) -> bool:
+        """L8: noise (or a backchannel) may not silence the ladder.
+
+        A reminder that a turn's start cut is requested again when the turn proves to
+        be noise or a backchannel; the new one is noise-proof, so noise arriving every
+        few hundred milliseconds cannot cancel every reminder before it plays.
+        """
+        cut, self._cut_by_speech = self._cut_by_speech, None
+        if intent not in ("noise", "backchannel") or cut is None or self.pending_episode is None:
+            return False
+        if cut.episode != self.episode.id:
+            return False
+        self._suspended = None
+        token = self._request_prompt(
+            "reminder", cut.text, on_complete="window", stage=cut.stage, routes=cut.routes, interruptible=cut.interruptible
+        )
+        self.prompts[token].noise_proof = True
+        self._trace("reminder_restored", f"cut_by_{intent}", token=token, replaces=cut.token)
+        self._set_state(State.PROMPTING, f"reminder_restored_after_{intent}")
+        return True
 
     def _interruptible(self, record: PromptRecord) -> bool:
         if record.kind in ("question", "restate") and self.episode is not None:
@@ -777,6 +810,10 @@ class Controller:
             # a decision with no speech-start report (text backend) is still resumption
             self._resume_from_speech("caller_turn")
         intent = event.intent
+        if intent not in ("noise", "backchannel") and self._boundary is not None:
+            kept = self.prompts[self._boundary]
+            if kept.noise_proof and kept.status not in FINAL_PROMPT_STATUSES:
+                self._cancel_prompt(kept.token, "caller_turn")  # it was speech after all
         # W7: "ready" is an interpretation that exists only while waiting
         if intent == "ready" and not self.waits.is_waiting and self.state is not State.HELD:
             self._trace("interpretation_inactive", "ready_outside_wait", turn=event.turn)
@@ -795,6 +832,10 @@ class Controller:
         self._no_response_expected.discard(ref)
         if self.pending_episode is None:
             self._trace("turn_without_question", intent, turn=event.turn)
+            return
+        if self._restore_cut_reminder(intent):
+            self._no_response_expected.add(ref)
+            self._disarm_watchdog_for(event.turn, f"{intent}_expects_no_response")
             return
         rule = self.policy.reset[intent]
         if rule.window == "end_episode":

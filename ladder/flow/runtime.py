@@ -366,6 +366,8 @@ class FlowRuntime:
                 return "answer", display, None, fills
             if partial:
                 return "partial_answer", None, None, {}
+        if event.reason is not None and not event.text.strip():
+            return "noise", None, None, {}  # sound with no usable words (L8), not a turn
         intent = event.intent
         if intent is None:
             return "unclear", None, None, {}
