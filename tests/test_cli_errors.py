@@ -87,7 +87,7 @@ def test_every_sessions_command_reports_a_bad_input_line_and_loads_the_rest(sess
     replayed = lull("sessions", "replay", str(folder))
     assert replayed.returncode == 0 and "Traceback" not in replayed.stderr, replayed.stderr
     assert "CLEAN" in replayed.stdout and where in replayed.stdout
-    assert f"take/journal.jsonl: " in replayed.stdout  # the file, beside the line and field
+    assert "take/journal.jsonl: " in replayed.stdout  # the file, beside the line and field
     shown = lull("sessions", "show", str(folder))
     assert shown.returncode == 0 and where in shown.stdout and "session CLOSED" in shown.stdout, shown.stderr
     stepped = lull("sessions", "step", str(folder), "--at", "1")  # stepping stops before the lost input
