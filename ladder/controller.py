@@ -817,9 +817,12 @@ class Controller:
         # W7: "ready" is an interpretation that exists only while waiting
         if intent == "ready" and not self.waits.is_waiting and self.state is not State.HELD:
             self._trace("interpretation_inactive", "ready_outside_wait", turn=event.turn)
-            intent = "unclear"
+            intent = "backchannel"  # "ok, ready" with nothing to be ready for: attention
         if intent == "route":
             intent = self._route_intent(event)
+            if intent == "unavailable_route":
+                self._reply_route_unavailable(event, ref)
+                return
         self._trace(
             "turn_interpreted", intent, turn=event.turn, seq=event.seq, intent=intent
         )
@@ -842,6 +845,21 @@ class Controller:
             self._answer(event, intent)
             return
         self._apply_resets(rule, intent)
+        if rule.window == "reprompt":
+            if self.episode.reprompts < self.policy.max_reprompts:
+                # no-match is not no-input: the caller spoke and was not understood
+                self.episode.reprompts += 1
+                self._no_response_expected.add(ref)
+                self._disarm_watchdog_for(event.turn, "reprompted")
+                self._suspended = None
+                self._request_prompt(
+                    "reprompt", self.policy.reprompt, on_complete="window", stage=self.current_stage,
+                    interruptible=self.episode.interruptible,
+                )
+                self._set_state(State.PROMPTING, "no_match_reprompt")
+                return
+            self._trace("reprompt_skipped", "max_reprompts_reached", turn=event.turn)
+            rule = rule.model_copy(update={"window": "resume"})
         if rule.window == "restate":
             if self.episode.repeatable:
                 self._request_prompt(
@@ -880,8 +898,26 @@ class Controller:
                 turn=event.turn,
                 route=event.route,
             )
-            return "unclear"
+            return "unavailable_route" if route is not None and self.pending_episode is not None else "unclear"
         return "repeat_request" if route.action == "restate" else "route"
+
+    def _reply_route_unavailable(self, event: TurnInterpreted, ref: TurnRef) -> None:
+        """The caller asked for a route that does not exist now: say so, and what does."""
+        route = self.policy.route(event.route or "")
+        assert route is not None
+        stage = self.policy.stages[self.episode.stage_index]
+        offered = [r for r in self.policy.routes if r.available and r.id != route.id and (r.id in stage.routes or r.action == "restate")]
+        text = self.policy.route_unavailable.format(route=route.label)
+        if offered:
+            text += " " + self.policy.routes_available.format(routes=_either(r.label for r in offered))
+        self._no_response_expected.add(ref)
+        self._disarm_watchdog_for(event.turn, "route_unavailable_answered")
+        self._suspended = None
+        self._request_prompt(
+            "route_unavailable", text, on_complete="window", stage=self.current_stage,
+            routes=tuple(r.id for r in offered), interruptible=True,
+        )
+        self._set_state(State.PROMPTING, "route_unavailable_reply")
 
     def _apply_resets(self, rule, intent: str) -> None:
         ep = self.episode
@@ -1232,6 +1268,12 @@ class Controller:
         self._emit(SessionClosed(closing.outcome, closing.reason, pending))
         self._set_state(State.CLOSED, closing.reason)
         self._trace("session_closed", closing.reason, outcome=closing.outcome, pending_tools=list(pending))
+
+
+def _either(labels) -> str:
+    """"a", "a or b", "a, b or c"."""
+    items = list(labels)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 class _RecentSet:

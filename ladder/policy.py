@@ -54,7 +54,7 @@ class Route(_Frozen):
         return any(f" {' '.join(_words(p))} " in said for p in phrases if _words(p))
 
 
-WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold"]
+WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold", "reprompt"]
 
 
 class ResetRule(_Frozen):
@@ -62,7 +62,9 @@ class ResetRule(_Frozen):
 
     window: end_episode (the question is answered), rearm (a fresh full window at the
     current stage), resume (continue the interrupted window to its original due time),
-    restate (say the question again, then listen), hold (the bounded explicit hold).
+    restate (say the question again, then listen), hold (the bounded explicit hold),
+    reprompt (words heard but not understood: a short "say it again", bounded by
+    max_reprompts per question, then a fresh window; past the bound, resume).
     """
 
     window: WindowRule
@@ -82,7 +84,7 @@ def default_reset_table() -> dict[str, ResetRule]:
         "ready": ResetRule(window="restate"),
         "backchannel": ResetRule(window="resume"),
         "noise": ResetRule(window="resume"),
-        "unclear": ResetRule(window="resume"),
+        "unclear": ResetRule(window="reprompt"),  # no-match is not no-input
     }
 
 
@@ -157,6 +159,10 @@ class LadderPolicy(_Frozen):
     acknowledgement: str = "Sure, take your time."
     filler: str = "One moment while I check that."
     reprompt: str = "Sorry, I missed that. Could you say it again?"
+    max_reprompts: int = Field(default=2, ge=0)  # no-match reprompts per question
+    # a request for a route that is not available: the honest reply, then what is
+    route_unavailable: str = "Sorry, I can't {route} on this call."
+    routes_available: str = "I can {routes}."
     channel_recovery: str = "I'm having trouble with the line. I'll stay here for a moment."
     close_failed_input: str = (
         "I can't hear anything on the line, so I'll end the call here. "
@@ -219,6 +225,8 @@ class LadderPolicy(_Frozen):
                 )
             if rule.window in ("end_episode", "hold"):
                 raise ValueError(f"reset.{intent}: {intent} cannot {rule.window}")
+            if rule.window == "reprompt" and intent != "unclear":
+                raise ValueError(f"reset.{intent}: only words that were not understood get a reprompt")
         if self.hold_ms > self.hold_budget_ms:
             raise ValueError("hold_ms: one hold cannot exceed hold_budget_ms")
         return self

@@ -165,6 +165,7 @@ class Episode:
     held: bool = False  # an explicit hold happened
     recovered: bool = False  # the channel failed at some point
     ladder_prompts_started: int = 0
+    reprompts: int = 0  # no-match reprompts asked in this episode
     outcome: str | None = None
     prompt_sequence: list[str] = field(default_factory=list)
 
