@@ -274,13 +274,13 @@ def test_incident_failures_print_bracketed_text_as_it_is(tmp_path):
 
 
 def test_bench_growth_prints_both_sizes_and_ratios():
-    result = lull("bench", "growth", "--records", "300", "--stages", "3", "--json")
+    result = lull("bench", "growth", "--records", "300", "--stages", "4", "--json")
     assert result.returncode == 0, result.stderr
     rows = {row["what"]: row for row in json.loads(result.stdout)["rows"]}
-    assert set(rows) >= {"sessions export --as incident", "sessions replay", "flow check and compile"}
+    assert set(rows) >= {"sessions export --as incident", "sessions replay", "flow check and compile (chain)", "flow check and compile (fanout)"}
     for row in rows.values():
         small, large = row["sizes"]
         assert 1.8 <= large / small <= 2.0  # journals: 2N loops of the call plus its fixed start
         assert row["time_ratio"] is None or row["time_ratio"] > 0
-    table = lull("bench", "growth", "--records", "300", "--stages", "3")
+    table = lull("bench", "growth", "--records", "300", "--stages", "4")
     assert table.returncode == 0 and "growth ratio" in table.stdout and "about 2.0 is linear" in table.stdout

@@ -75,13 +75,14 @@ def bench_replay(
 @bench_app.command("growth")
 def bench_growth(
     records: Annotated[int, typer.Option("--records", min=100, help="N: journal records of the smaller call (the larger has 2N).")] = 20_000,
-    stages: Annotated[int, typer.Option("--stages", min=2, help="M: stages of the smaller flow (the larger has 2M).")] = 80,
+    stages: Annotated[int, typer.Option("--stages", min=4, help="M: stages of the smaller flow (the larger has 2M).")] = 500,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The same work at two sizes: a ratio about 2.0 means the cost grows linearly.
 
     Records a long simulated call of N and of 2N journal records and times exporting
-    and replaying each; checks and compiles a chain flow of M and of 2M stages. CPU
+    and replaying each; checks and compiles a synthetic flow (a chain, and a fan-out)
+    of M and of 2M stages. CPU
     seconds of this process, so other work on the machine moves both sizes alike.
 
     Examples:
