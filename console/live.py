@@ -63,7 +63,7 @@ class ToolRunner:
         latency, outcome, result = (0.0, "ok", {}) if spec is None else (spec.latency_ms, spec.outcome, dict(spec.result))
         if tool in self.overrides:
             latency, outcome = self.overrides[tool]
-        timeout = getattr(spec, "timeout_ms", DEFAULT_TOOL_TIMEOUT_MS)
+        timeout = DEFAULT_TOOL_TIMEOUT_MS if spec is None else spec.timeout_ms
         if latency > timeout:
             return timeout, "unknown", {"timed_out_after_ms": timeout}
         return latency, outcome, result

@@ -20,7 +20,7 @@ def _words(text: str) -> list[str]:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Stage(_Frozen):

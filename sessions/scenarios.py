@@ -113,10 +113,16 @@ def _read_json(path: Path, error: type[ValueError]) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise error(f"{path}: invalid JSON: nested too deep") from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python reads
+        raise error(f"{path}: invalid JSON: {exc}") from None
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -173,7 +179,7 @@ class Simulation:
         self.flow = flow
         self.runtime = FlowRuntime(flow)
         plans = {
-            t.name: ToolPlan(t.latency_ms, t.outcome, dict(t.result), getattr(t, "timeout_ms", 10_000.0))
+            t.name: ToolPlan(t.latency_ms, t.outcome, dict(t.result), t.timeout_ms)
             for t in flow.spec.tools
         }
         self.call = VirtualCall(self.runtime, scenario.playback, plans)

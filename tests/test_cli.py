@@ -131,7 +131,7 @@ def test_flow_check_points_at_the_broken_field(tmp_path):
     path.write_text(text)
     before = path.read_bytes()
     result = lull("flow", "check", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2  # a refused flow is bad input
     line_no = next(i for i, line in enumerate(text.splitlines(), 1) if '"close_failed"' in line)
     assert f"{path}:{line_no}:" in result.stderr
     assert "stages[4].repair.escalate_to: escalate_to names unknown stage 'close_failed'" in result.stderr
