@@ -216,6 +216,7 @@ class VirtualRun:
 
     def __init__(self, incident: Incident) -> None:
         self.incident = incident
+        self._horizon: float | None = None
         self.controller = Controller(incident.ladder_policy())
         self.call = VirtualCall(self.controller, incident.playback, scripted=self._resolve)
         for step in incident.schedule:
@@ -235,8 +236,10 @@ class VirtualRun:
 
     @property
     def horizon(self) -> float:
-        last = max((s.at for s in self.incident.schedule), default=0)
-        return max(last, self.incident.until or 0)
+        if self._horizon is None:  # the incident is frozen: computed once, not per step
+            last = max((s.at for s in self.incident.schedule), default=0)
+            self._horizon = max(last, self.incident.until or 0)
+        return self._horizon
 
     def done(self) -> bool:
         """Nothing left at or before the horizon: the run stops at the incident's end."""

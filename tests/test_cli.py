@@ -228,3 +228,15 @@ def test_say_refuses_to_overwrite_and_transcribe_reads_it_back(tmp_path):
     assert wav.read_bytes() == before
     heard = lull("transcribe", str(wav))
     assert heard.returncode == 0 and "reference code" in heard.stdout.lower()
+
+
+def test_simulate_refuses_a_record_folder_that_clashes_before_running(tmp_path):
+    scenario = Path(__file__).parent / "scenarios" / "default_answer_at_once.json"
+    twice = lull("simulate", str(scenario), str(scenario), "--record", str(tmp_path / "rec"))
+    assert twice.returncode == 2 and "given more than once" in twice.stderr and "Traceback" not in twice.stderr
+    assert not (tmp_path / "rec").exists()  # refused before anything was recorded
+    a_file = tmp_path / "afile"
+    a_file.write_text("mine")
+    on_file = lull("simulate", str(scenario), "--record", str(a_file))
+    assert on_file.returncode == 2 and "is a file" in on_file.stderr and "Traceback" not in on_file.stderr
+    assert a_file.read_text() == "mine"

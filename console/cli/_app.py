@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -77,3 +78,28 @@ def main_callback(ctx: typer.Context) -> None:
         from .rehearse import rehearse
 
         ctx.invoke(rehearse, flow=DEFAULT_FLOW)
+
+
+def check_record_folder(record: Path, names: list[str], what: str) -> None:
+    """Refuse, before any run, a --record folder where a session would clash or fail."""
+    twice = [name for name, n in Counter(names).items() if n > 1]
+    if twice:
+        fail(
+            f"--record {record}: {what} {twice[0]!r} is given more than once; each run is "
+            f"recorded in {record / twice[0]}, so name each {what} once"
+        )
+    if record.exists() and not record.is_dir():
+        fail(f"--record {record}: is a file; expected a folder for the session folders")
+    for name in names:
+        folder = record / name
+        if folder.exists() and not folder.is_dir():
+            fail(f"--record {record}: {folder} is a file; expected a folder for the session")
+        if (folder / "journal.jsonl").exists():
+            fail(f"--record {record}: {folder}: a recorded session is already there; choose another --record folder (nothing was overwritten)")
+    existing = record
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        fail(f"--record {record}: {existing} is a file; expected a folder to record into")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        fail(f"--record {record}: {existing} is not writable")

@@ -22,7 +22,7 @@ from sessions.scenarios import (
     run_scenario,
 )
 
-from ._app import app, err, fail, out
+from ._app import app, check_record_folder, err, fail, out
 
 # File names, field values and messages are the user's text: they are printed as
 # rich Text, never parsed as console markup ("[/]x.json" is a file name, not a tag).
@@ -110,9 +110,9 @@ def simulate(
             scenario = load_scenario(path)
         except ScenarioError as exc:
             fail(str(exc))
-        if record is not None and (record / scenario.name / "journal.jsonl").exists():
-            fail(f"{record / scenario.name}: a recorded session is already there; choose another --record folder")
         loaded.append((path, scenario))
+    if record is not None:
+        check_record_folder(record, [s.name for _, s in loaded], "scenario")
     outcomes: list[ScenarioOutcome] = []
     for path, scenario in loaded:
         try:

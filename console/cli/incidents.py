@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -21,7 +19,7 @@ from sessions.incidents import (
     run_incident,
 )
 
-from ._app import app, fail, out, plain, print_text
+from ._app import app, check_record_folder, fail, out, plain, print_text
 
 incidents_app = typer.Typer(
     help="The incident library: race, hold, media-failure and deadline schedules run on a virtual clock.",
@@ -109,7 +107,7 @@ def run_incidents(
     except IncidentError as exc:
         fail(str(exc))
     if record is not None:
-        _check_record_folder(record, incidents)
+        check_record_folder(record, [i.name for i in incidents], "incident")
     outcomes = [
         run_incident(i, record_to=None if record is None else record / i.name) for i in incidents
     ]
@@ -122,29 +120,7 @@ def run_incidents(
         raise typer.Exit(1)
 
 
-def _check_record_folder(record: Path, incidents: list[Incident]) -> None:
-    """Refuse, before any run, a --record folder where a session would clash or fail."""
-    twice = [name for name, n in Counter(i.name for i in incidents).items() if n > 1]
-    if twice:
-        fail(
-            f"--record {record}: incident {twice[0]!r} is given more than once; each run is "
-            f"recorded in {record / twice[0]}, so name each incident once"
-        )
-    if record.exists() and not record.is_dir():
-        fail(f"--record {record}: is a file; expected a folder for the session folders")
-    for incident in incidents:
-        folder = record / incident.name
-        if folder.exists() and not folder.is_dir():
-            fail(f"--record {record}: {folder} is a file; expected a folder for the session")
-        if (folder / "journal.jsonl").exists():
-            fail(f"--record {record}: {folder}: a recorded session is already there; choose another --record folder (nothing was overwritten)")
-    existing = record
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    if not existing.is_dir():
-        fail(f"--record {record}: {existing} is a file; expected a folder to record into")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        fail(f"--record {record}: {existing} is not writable")
+
 
 
 def _print_outcomes(outcomes: list[Outcome]) -> None:
