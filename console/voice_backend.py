@@ -1,18 +1,30 @@
-"""The voice backends: piper speaks, Silero VAD and whisper listen (V1-V7).
+"""The voice backends: piper speaks, Silero VAD and whisper listen (V1-V9).
 
-`VoiceBackend` joins the edges to the live session. The audio and file backends
-differ only in where frames come from and where the agent's audio goes:
+One module per backend; this one holds what they share:
 
-- audio: `voices.audio.MicStream` and `Speaker` on real devices, with media health;
-- file: a caller WAV read at real-time pace, and a simulated speaker that plays the
-  agent's audio onto the session clock.
+- `VoiceModels`: the on-device models, loaded once;
+- `VoiceBackend`: speaking (piper in a worker, chunks to the output), listening (one
+  straight line per caller utterance, below), health, recordings and their masks.
 
-With a recording folder, mic.wav and out.wav are written while the call runs
-(`voices.recording`), so a killed session keeps its audio up to its last half second.
+The backends differ only in where frames come from and where the agent's audio goes:
+`console.audio_backend.AudioBackend` (a real microphone and speaker through sounddevice,
+with echo cancellation and media health) and `console.file_backend.FileBackend` (a
+caller WAV at real-time pace, a clocked speaker with no device, an optional simulated
+room echo). Both are importable from here too.
 
-Blocking work (synthesis, recognition) runs in one worker thread each; results are
-posted back to the loop. Every caller turn records its latency breakdown: end of
-speech detected -> transcript -> decision -> first agent audio out.
+One caller utterance, from the microphone to the core:
+
+1. the device callback copies the block and hands it off (`voices.audio.MicStream`);
+2. `on_frames(raw, t_ms)` on the loop: media health sees the raw frames; the echo
+   recording gets what the microphone heard; the echo canceller
+   (`voices.echo.EchoCanceller`) takes the agent's own voice out, 10 ms at a time, with
+   what the speaker played as its far end;
+3. `_listen`: Silero VAD segments the audio; while the agent is audible, a segment
+   becomes a caller turn only with evidence beyond the echo estimate
+   (`voices.echo.EchoGate`); while the input is failed, nothing heard is a turn;
+4. a turn that ended goes to whisper in a worker (`_recognize`), then back to the loop
+   (`_heard`): intent, `CallerUtterance` into the core; its latency is noted when the
+   next prompt's first sample plays (`console.turn_latency.TurnLatency`).
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import asyncio
 import concurrent.futures
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,139 +53,24 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
-
+from voices.echo import EchoGate, power
 from voices.recording import CallRecorder, refuse_existing
 
+from .secret_audio import SecretAudio
+from .turn_latency import TurnLatency
+
 if TYPE_CHECKING:
+    from voices.echo import EchoCanceller
+
     from .live import LiveSession
 
 VAD_RATE = 16000
+PRE_ROLL_MS = 300
+BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
+EVIDENCE_WINDOW = 12  # the frames looked back on when a segment starts (about 380 ms)
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # its INFO lines would tear the TUI
 
-
-@dataclass
-class TurnLatency:
-    """One caller turn's path through the agent, in session ms."""
-
-    turn: str
-    end_of_speech: float  # the VAD decided the turn ended
-    audio_s: float = 0.0
-    transcript: float | None = None  # whisper returned
-    decision: float | None = None  # the core handled the utterance
-    first_audio: float | None = None  # the next prompt's first sample reached the output
-    stt_s: float = 0.0  # whisper's own decode time
-
-    def as_dict(self) -> dict:
-        def gap(a, b):
-            return None if a is None or b is None else round(b - a, 1)
-
-        return {
-            "turn": self.turn,
-            "audio_s": round(self.audio_s, 3),
-            "eos_to_transcript_ms": gap(self.end_of_speech, self.transcript),
-            "transcript_to_decision_ms": gap(self.transcript, self.decision),
-            "decision_to_first_audio_ms": gap(self.decision, self.first_audio),
-            "eos_to_first_audio_ms": gap(self.end_of_speech, self.first_audio),
-            "stt_decode_ms": round(self.stt_s * 1000, 1),
-        }
-
-
-class FileSpeaker:
-    """A speaker with no device: plays queued audio in real time on the session clock.
-
-    `on_played(t_ms, chunk)`, if set, hears each chunk as it starts playing (what a
-    recording of this speaker holds: the chunks at their times, silence between).
-    """
-
-    def __init__(
-        self,
-        *,
-        samplerate: int,
-        on_event: Callable[[str, int, float], None],
-        clock_ms: Callable[[], float],
-        pad_ms: float = 150,
-        on_played: Callable[[float, np.ndarray], None] | None = None,
-    ) -> None:
-        self.samplerate = samplerate
-        self.on_played = on_played
-        self._on_event = on_event
-        self._clock_ms = clock_ms
-        self._pad = pad_ms / 1000.0
-        self._queue: list[int] = []
-        self._chunks: dict[int, list[np.ndarray]] = {}
-        self._finished: set[int] = set()
-        self._cancelled: set[int] = set()
-        self._playing: int | None = None
-        self._task: asyncio.Task | None = None
-
-    def append(self, token: int, chunk: np.ndarray) -> None:
-        if token in self._cancelled:
-            return
-        if token not in self._chunks:
-            self._chunks[token] = []
-            self._queue.append(token)
-        self._chunks[token].append(np.asarray(chunk, dtype=np.float32))
-        self._kick()
-
-    def finish(self, token: int) -> None:
-        self._chunks.setdefault(token, [])
-        if token not in self._queue and token not in self._cancelled:
-            self._queue.append(token)
-        self._finished.add(token)
-        self._kick()
-
-    @property
-    def idle(self) -> bool:
-        """Nothing queued or playing (the same question `voices.audio.Speaker` answers)."""
-        return not self._queue
-
-    def enqueue(self, token: int, audio: np.ndarray) -> None:
-        self.append(token, audio)
-        self.finish(token)
-
-    def interrupt(self, token: int) -> bool:
-        self._cancelled.add(token)
-        if token in self._queue:
-            self._queue.remove(token)
-        return self._playing == token
-
-    def _kick(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.ensure_future(self._play())
-
-    async def _play(self) -> None:
-        while self._queue:
-            token = self._queue[0]
-            started = False
-            while token not in self._cancelled:
-                chunks = self._chunks.get(token, [])
-                if chunks:
-                    chunk = chunks.pop(0)
-                    now = self._clock_ms()
-                    if not started:
-                        started = True
-                        self._playing = token
-                        self._on_event("started", token, now)
-                    if self.on_played is not None:
-                        self.on_played(now, chunk)
-                    await asyncio.sleep(len(chunk) / self.samplerate)
-                elif token in self._finished:
-                    break
-                else:
-                    await asyncio.sleep(0.005)  # the next sentence is still being synthesized
-            if token in self._queue:
-                self._queue.remove(token)
-            self._playing = None
-            if token in self._cancelled:
-                if started:
-                    self._on_event("interrupted", token, self._clock_ms())
-                continue
-            await asyncio.sleep(self._pad)
-            self._on_event("completed", token, self._clock_ms())
-
-    def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+__all__ = ["AudioBackend", "FileBackend", "FileSpeaker", "TurnLatency", "VoiceBackend", "VoiceModels"]
 
 
 @dataclass
@@ -199,8 +97,19 @@ class VoiceModels:
         return cls(voice, recognizer, matcher_kind=matcher, load_s={"piper": t_voice, "whisper": t_stt})
 
 
+@dataclass
+class _Segment:
+    """A stretch the VAD calls speech, before and after it became a caller turn."""
+
+    start_ms: float
+    turn: tuple[str, int] | None = None  # set once it is a caller turn
+    accepted_ms: float | None = None  # when the evidence made it one
+    echo_suspect: bool = False  # began while the agent was audible
+    ignored: str | None = None  # never a turn: why
+
+
 class VoiceBackend:
-    """Speak and listen through real models; `io` decides where audio comes and goes."""
+    """Speak and listen through real models; subclasses decide where audio comes and goes."""
 
     def __init__(
         self,
@@ -210,6 +119,7 @@ class VoiceBackend:
         end_of_speech_ms: float = 700,
         health: Any = None,
         record_dir: Path | None = None,
+        keep_secret_audio: bool = False,
     ) -> None:
         self.name = name
         self.models = models
@@ -217,21 +127,26 @@ class VoiceBackend:
         self.session: LiveSession | None = None
         self.output: Any = None
         self.health = health
+        self.echo: EchoCanceller | None = None  # set by a backend whose speaker the mic hears
+        self.gate = EchoGate()
         if record_dir is not None:
             refuse_existing(record_dir)  # before any journal is made beside it
         self.record_dir = record_dir
         self.recorder: CallRecorder | None = None
+        self.secrets = SecretAudio(keep=keep_secret_audio)
         self.default_end_of_speech_ms = end_of_speech_ms
         self.latencies: list[TurnLatency] = []
         self.level_dbfs = -120.0
         self.lose_next_completion = False
         self.delay_next_completion_ms = 0.0
+        self.echo_rejected = 0  # segments the VAD heard that were the agent's own voice
         self._tts = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-tts")
         self._stt = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-stt")
         self._cancelled: set[int] = set()
         self._texts: dict[int, str] = {}
         self._turns = 0
-        self._open_turn: tuple[str, int] | None = None
+        self._segment: _Segment | None = None
+        self._evidence: deque[tuple[float, bool | None]] = deque(maxlen=EVIDENCE_WINDOW)
         self._pending_latency: TurnLatency | None = None
         self._input_failed = False
         self._previews = 0
@@ -244,9 +159,10 @@ class VoiceBackend:
         from voices.vad import SileroVad, SpeechSegmenter
 
         self.session = session
+        self.secrets.attach(session)
         # 300 ms of pre-roll: the VAD decides a little after the first syllable starts
         self.segmenter = SpeechSegmenter(
-            SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=300
+            SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=PRE_ROLL_MS
         )
         spec = session.flow.spec
         if self.models.matcher_kind == "embedding":
@@ -289,6 +205,7 @@ class VoiceBackend:
         self.recorder = CallRecorder(
             self.record_dir, mic_rate=VAD_RATE, out_rate=self._output_rate(), out_clock_ms=self._output_clock()
         )
+        self.secrets.recorder = self.recorder
 
     def _output_rate(self) -> int:
         return self.models.voice.sample_rate
@@ -298,6 +215,7 @@ class VoiceBackend:
         return None
 
     def _finish_recordings(self) -> None:
+        self.secrets.close()
         if self.recorder is not None:
             self.recorder.close()
 
@@ -311,6 +229,7 @@ class VoiceBackend:
 
     def speak(self, prompt: RequestPrompt) -> None:
         self._texts[prompt.token] = prompt.text
+        self.secrets.prompt(prompt.token, prompt.text)
         self._tts.submit(self._synthesize, prompt.token, prompt.text)
 
     def _synthesize(self, token: int, text: str) -> None:
@@ -339,12 +258,14 @@ class VoiceBackend:
         if token < 0:
             return  # a preview: the call never asked for it
         if kind == "started":
+            self.secrets.prompt_started(token, t_ms)
             self.on_line("agent", self._texts.get(token, ""))
             if self._pending_latency is not None and self._pending_latency.first_audio is None:
                 self._pending_latency.first_audio = t_ms
                 self._finish_latency()
             self._feed(PlaybackStarted(token))
         elif kind == "completed":
+            self.secrets.prompt_ended(token, t_ms)
             if self.lose_next_completion:
                 self.lose_next_completion = False
                 return
@@ -354,7 +275,14 @@ class VoiceBackend:
                 return
             self._feed(PlaybackCompleted(token))
         elif kind == "interrupted":
+            self.secrets.prompt_ended(token, t_ms)
             self._feed(PlaybackInterrupted(token))
+
+    def played(self, block: np.ndarray, rate: int) -> None:
+        """On the loop, in hand-off order: a block the speaker wrote (silence included):
+        the echo canceller's far end."""
+        if self.echo is not None:
+            self.echo.far(block, rate)
 
     # -- listening ----------------------------------------------------------------------
 
@@ -363,27 +291,91 @@ class VoiceBackend:
             self.segmenter.end_of_speech_ms = ms if ms is not None else self.default_end_of_speech_ms
 
     def on_frames(self, frames: np.ndarray, t_ms: float) -> None:
-        """On the loop: 16 kHz mono frames; t_ms on the session clock (first sample)."""
+        """On the loop: 16 kHz mono microphone frames; t_ms on the session clock (first sample)."""
         if self.session is None or self.session.closed.is_set():
             return  # frames still in flight after the call ended
-        if self.recorder is not None:
-            self.recorder.mic(t_ms, frames.copy())
-        if self.health is not None and not (self._input_failed and self.speaking):
+        agent_audible = self.echo.agent_audible if self.echo is not None else self.speaking
+        if self.health is not None and not (self._input_failed and agent_audible):
             # while the input is down, sound heard as the agent speaks may be its own
             # voice (a monitor the stream fell back to): it is no evidence the mic is back
             self.health.observe(frames, t_ms)
+        if self.recorder is not None:
+            self.recorder.mic(t_ms, frames.copy())  # what the microphone heard
+        if self.echo is not None:
+            frames, t_ms = self.echo.near(frames, t_ms)
+            if not len(frames):
+                return
+        self._listen(frames, t_ms)
+
+    def _listen(self, frames: np.ndarray, t_ms: float) -> None:
+        far_p = self.echo.far_recent_power if self.echo is not None else 0.0
+        evidence = self.gate.frame(power(frames), far_p)
         for event in self.segmenter.feed(frames, t_ms):
             if event.kind == "speech_started":
-                self._turns += 1
-                self._open_turn = (f"heard-{self._turns}", self._turns)
-                self._feed(TurnStarted(*self._open_turn))
-            elif event.kind == "speech_ended" and self._open_turn is not None:
-                turn, seq = self._open_turn
-                self._open_turn = None
-                self._feed(TurnEnded(turn, seq))
-                latency = TurnLatency(turn, event.t_ms, audio_s=len(event.audio) / VAD_RATE if event.audio is not None else 0.0)
-                self._stt.submit(self._recognize, turn, seq, event.audio, latency)
+                self._segment_started(event)
+            elif event.kind == "speech_ended":
+                self._segment_ended(event)
+        seg = self._segment
+        if evidence is None:  # the agent is not audible: what the VAD calls speech is the caller
+            evidence = self.segmenter.last_probability >= self.segmenter.threshold
+        self._evidence.append((t_ms, evidence))
+        if seg is not None and seg.turn is None and seg.ignored is None:
+            self._maybe_accept(seg, t_ms)
         self.level_dbfs = self.segmenter.level_dbfs
+
+    def _segment_started(self, event) -> None:
+        seg = _Segment(start_ms=event.speech_start_ms)
+        self._segment = seg
+        if self._input_failed:
+            seg.ignored = "input_failed"  # a monitor or a dead line: never the caller
+            return
+        # with no speaker the microphone can hear (no canceller, no meter), there is no echo
+        seg.echo_suspect = self.echo is not None and self.echo.agent_audible
+        if not seg.echo_suspect:
+            self._accept(seg, event.t_ms)
+
+    def _maybe_accept(self, seg: _Segment, now_ms: float) -> None:
+        if self._input_failed:
+            seg.ignored = "input_failed"
+            return
+        strong = [t for t, e in self._evidence if e]
+        if len(strong) >= BARGE_IN_EVIDENCE:
+            self._accept(seg, now_ms, evidence_from=strong[0])
+
+    def _accept(self, seg: _Segment, now_ms: float, evidence_from: float | None = None) -> None:
+        self._turns += 1
+        seg.turn = (f"heard-{self._turns}", self._turns)
+        seg.accepted_ms = evidence_from
+        if self.echo is not None:
+            self.echo.caller_active = True
+        self._feed(TurnStarted(*seg.turn))
+
+    def _segment_ended(self, event) -> None:
+        seg, self._segment = self._segment, None
+        if self.echo is not None:
+            self.echo.caller_active = False
+        if seg is None:
+            return
+        if seg.turn is None:
+            why = seg.ignored or "echo"
+            if why == "echo":
+                self.echo_rejected += 1
+            if self.session is not None:
+                self.session.note("speech_not_a_turn", {"from_ms": round(seg.start_ms, 1), "to_ms": round(event.t_ms, 1), "why": why})
+            return
+        turn, seq = seg.turn
+        self._feed(TurnEnded(turn, seq))
+        audio = event.audio if event.audio is not None else np.zeros(0, np.float32)
+        audio_from = event.speech_start_ms - PRE_ROLL_MS
+        if seg.accepted_ms is not None:
+            # it began as the agent's own voice: keep from a little before the evidence
+            keep_from = seg.accepted_ms - PRE_ROLL_MS
+            drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
+            drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
+            audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
+        self.secrets.turn(turn, audio_from, event.t_ms)
+        latency = TurnLatency(turn, event.t_ms, audio_s=len(audio) / VAD_RATE)
+        self._stt.submit(self._recognize, turn, seq, audio, latency)
 
     def _recognize(self, turn: str, seq: int, audio: np.ndarray | None, latency: TurnLatency) -> None:
         """Worker thread: whisper, then back to the loop with the words (or the failure)."""
@@ -403,6 +395,7 @@ class VoiceBackend:
         text = recognition.text
         intent, score = self.matcher.match(text) if text else (None, 0.0)
         self.on_line("caller", text or f"({recognition.reason})")
+        self.secrets.heard(turn, text)
         self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason))
         latency.decision = self.session.now_ms()
         self._pending_latency = latency
@@ -441,12 +434,33 @@ class VoiceBackend:
             self._feed(TransportRecovered("input"))
         elif reason is not None and reason != "recovered" and not self._input_failed:
             self._input_failed = True
+            self._drop_open_segment("input_failed")
             self._feed(TransportFailed("input", reason))
+
+    def _drop_open_segment(self, why: str) -> None:
+        """The input failed mid-segment: what it heard is no caller turn (a turn already
+        opened is left to end as it will: its words are still recognised)."""
+        seg = self._segment
+        if seg is not None and seg.turn is None:
+            seg.ignored = why
 
     def media_line(self) -> str:
         health = "healthy" if self.health is None or self.health.healthy else "INPUT DEAD"
         bars = max(0, min(20, int((self.level_dbfs + 80) / 4)))
-        return f"{self.name} backend  mic {'▮' * bars}{'·' * (20 - bars)} {self.level_dbfs:5.0f} dBFS  input {health}"
+        line = f"{self.name} backend  mic {'▮' * bars}{'·' * (20 - bars)} {self.level_dbfs:5.0f} dBFS  input {health}"
+        if self.echo is not None:
+            line += f"  {self.echo.describe()}"
+        if self.secrets.keep:
+            line += "  SECRET AUDIO KEPT"
+        return line
+
+    def echo_figures(self) -> dict:
+        """For journals and benches: the echo path as measured in this call."""
+        figures = {"aec": bool(self.echo is not None and self.echo.enabled), "rejected_segments": self.echo_rejected,
+                   "gate_coupling_db": self.gate.coupling_db}
+        if self.echo is not None:
+            figures.update(self.echo.meter.as_dict())
+        return figures
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -459,125 +473,10 @@ class VoiceBackend:
         self._stt.shutdown(wait=False, cancel_futures=True)
         if self.output is not None:
             self.output.close()
+        if self.session is not None and self.echo is not None and not self.session.closed.is_set():
+            self.session.note("echo_path", self.echo_figures())
         self._finish_recordings()  # the streams are stopped: nothing more to record
 
 
-class FileBackend(VoiceBackend):
-    """Caller WAV in at real-time pace, the agent's audio out to a timeline (out.wav)."""
-
-    def __init__(self, models: VoiceModels, caller: Path, *, record_dir: Path | None = None, **kwargs) -> None:
-        super().__init__(models, name="file", record_dir=record_dir, **kwargs)
-        from voices.stt import load_wav_16k
-
-        self.caller_audio = load_wav_16k(caller)
-        self._feeder: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        await super().start()
-        assert self.session is not None
-        self.output = FileSpeaker(
-            samplerate=self.models.voice.sample_rate,
-            on_event=self.on_output_event,
-            clock_ms=self.session.now_ms,
-            on_played=self._played,
-        )
-        self._start_recording()
-        self._feeder = asyncio.ensure_future(self._feed_caller())
-
-    def _played(self, t_ms: float, chunk: np.ndarray) -> None:
-        if self.recorder is not None:
-            self.recorder.out_piece(t_ms, chunk)
-
-    def _output_clock(self) -> Callable[[], float] | None:
-        assert self.session is not None
-        return self.session.now_ms
-
-    async def _feed_caller(self) -> None:
-        """512-sample frames at real-time pace; silence with a faint noise floor after the file."""
-        frame = 512
-        audio = self.caller_audio
-        rng = np.random.default_rng(7)
-        i = 0
-        assert self.session is not None
-        t0 = self.session.now_ms()
-        while not self.session.closed.is_set():
-            due = t0 + i / VAD_RATE * 1000.0
-            delay = (due - self.session.now_ms()) / 1000.0
-            if delay > 0:
-                await asyncio.sleep(delay)
-            chunk = audio[i : i + frame]
-            if len(chunk) < frame:
-                noise = (rng.standard_normal(frame - len(chunk)) * 1e-4).astype(np.float32)
-                chunk = np.concatenate([chunk, noise])
-            self.on_frames(chunk.astype(np.float32), due)
-            i += frame
-
-    async def close(self) -> None:
-        if self._feeder is not None:
-            self._feeder.cancel()
-        await super().close()
-
-
-class AudioBackend(VoiceBackend):
-    """A real microphone and speaker through sounddevice, with media health (V6)."""
-
-    def __init__(self, models: VoiceModels, *, input_device=None, output_device=None, record_dir: Path | None = None, **kwargs) -> None:
-        from voices.health import InputHealth
-
-        super().__init__(models, name="audio", health=InputHealth(), record_dir=record_dir, **kwargs)
-        self.input_device = input_device
-        self.output_device = output_device
-        self.mic = None
-        self._health_task: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        from voices.audio import MicStream, Speaker
-
-        await super().start()
-        loop = self.loop
-
-        def frames(data: np.ndarray, t_ms: float) -> None:
-            # the stream stamps the frame's last sample; the segmenter wants its first
-            self.on_frames(data, self.session_ms(t_ms) - len(data) / VAD_RATE * 1000.0)
-
-        def output_event(kind: str, token: int, t_ms: float) -> None:
-            self.on_output_event(kind, token, self.session_ms(t_ms))
-
-        def input_error(reason: str) -> None:
-            self.health.stream_error(reason)
-            self.check_health()
-
-        def played(block: np.ndarray, t_ms: float) -> None:
-            if self.recorder is not None:
-                self.recorder.out_stream(self.session_ms(t_ms), block)
-
-        # no await from here to the mic's start: blocks are posted to this loop, so none
-        # is handled before the recorder exists
-        self.output = Speaker(
-            self.output_device, samplerate=self.models.voice.sample_rate, on_event=output_event, loop=loop,
-            on_played=played, record=False,
-        )
-        try:
-            self._start_recording()
-        except BaseException:
-            self.output.close()
-            raise
-        self.mic = MicStream(self.input_device, on_frames=frames, loop=loop, on_error=input_error)
-        self.mic.start()
-        self.health.reset(self.session.now_ms())
-        self._health_task = asyncio.ensure_future(self._watch_health())
-
-    def _output_rate(self) -> int:
-        return self.output.device_samplerate  # what the stream wrote, resampled or not
-
-    async def _watch_health(self) -> None:
-        while self.session is not None and not self.session.closed.is_set():
-            await asyncio.sleep(0.25)
-            self.check_health()
-
-    async def close(self) -> None:
-        if self._health_task is not None:
-            self._health_task.cancel()
-        if self.mic is not None:
-            self.mic.close()
-        await super().close()
+from .audio_backend import AudioBackend  # noqa: E402  (the backends build on the base above)
+from .file_backend import FileBackend, FileSpeaker  # noqa: E402

@@ -20,6 +20,7 @@ stream and wait for its first callback before feeding the mic.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import signal
@@ -122,6 +123,33 @@ class NoiseFloor:
             proc.wait(timeout=5)
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+class EchoPath:
+    """A module-loopback speaker.monitor -> micfeed while the `with` block runs."""
+
+    def __init__(self, lab: PulseLab, volume_percent: int, latency_ms: int) -> None:
+        self.lab, self.volume, self.latency = lab, volume_percent, latency_ms
+        self.module: str | None = None
+
+    def __enter__(self) -> EchoPath:
+        self.module = self.lab.pactl(
+            "load-module", "module-loopback", "source=speaker.monitor", "sink=micfeed", f"latency_msec={self.latency}"
+        ).stdout.strip()
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # the loopback's sink input appears a moment later
+            for sink_input in json.loads(self.lab.pactl("-f", "json", "list", "sink-inputs").stdout or "[]"):
+                if str(sink_input.get("owner_module")) == self.module:
+                    self.lab.pactl("set-sink-input-volume", str(sink_input["index"]), f"{self.volume}%")
+                    return self
+            time.sleep(0.05)
+        self.__exit__()
+        raise RuntimeError("the echo loopback has no sink input")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.module:
+            self.lab.pactl("unload-module", self.module, check=False)
+            self.module = None
 
 
 class PulseLab:
@@ -277,6 +305,12 @@ class PulseLab:
                 self.runtime / "noise_floor.wav", rng.normal(0.0, sigma, 16000 * 30), 16000
             )
         return NoiseFloor(self, self._noise_wav).start()
+
+    def echo_path(self, volume_percent: int = 40, latency_ms: int = 30) -> EchoPath:
+        """The microphone hears the speaker, as a laptop's does: a loopback from the
+        speaker's monitor into the mic feed, `latency_ms` late, at `volume_percent`
+        (40 %: about -8 dB). A context manager; unloaded at exit."""
+        return EchoPath(self, volume_percent, latency_ms)
 
     def _mic_module(self) -> str | None:
         for line in self.pactl("list", "short", "modules").stdout.splitlines():

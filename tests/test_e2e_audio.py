@@ -49,7 +49,7 @@ def caller_wav(models, tmp_path, name, text):
 class Call:
     """A headless live call on the lab's devices, driven by the test."""
 
-    def __init__(self, lab, models, flow, folder):
+    def __init__(self, lab, models, flow, folder, **backend_options):
         from console.live import LiveSession
         from console.voice_backend import AudioBackend
         from voices.audio import resolve_device
@@ -60,6 +60,7 @@ class Call:
             input_device=resolve_device("test_mic", "input"),
             output_device=resolve_device("test_speaker", "output"),
             record_dir=folder,
+            **backend_options,
         )
         self.session = LiveSession(flow, self.backend, journal_dir=folder)
         self.folder = folder
@@ -102,6 +103,18 @@ def transcript_of(path):
     from voices.stt import WhisperRecognizer, load_wav_16k
 
     return WhisperRecognizer().transcribe(load_wav_16k(path)).text.lower()
+
+
+def observations(folder, kind):
+    return [r for r in read_journal(folder).decisions() if r.get("effect") == "Observation" and r.get("kind") == kind]
+
+
+def carries_code(text: str, code: str) -> bool:
+    """Is the code in these words, in any spelling the digit parser reads?"""
+    from ladder.flow.text import parse_digits
+
+    digits = parse_digits(text) or ""
+    return code in digits.replace(" ", "") or code in text.replace(" ", "")
 
 
 def journal_effects(folder, effect):
@@ -164,7 +177,12 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
     heard = transcript_of(tmp_path / "speaker.wav")
     for phrase in ("this is the reference desk", "recorded for quality and training", "what is your reference code", "is that right", "nothing else has been changed"):
         assert says(heard, phrase), (phrase, heard)
-    latencies = [r for r in read_journal(tmp_path / "take").decisions() if r.get("effect") == "Observation"]
+    # the journal redacts the code: the recordings beside it keep that promise
+    masked = observations(tmp_path / "take", "audio_masked")
+    assert {m["track"] for m in masked} == {"mic", "out"}, masked
+    for name in ("mic.wav", "out.wav"):
+        assert not carries_code(transcript_of(tmp_path / "take" / name), "4821"), name
+    latencies = [r for r in read_journal(tmp_path / "take").decisions() if r.get("effect") == "Observation" and r.get("kind") == "turn_latency"]
     assert len(latencies) >= 2 and all(r["eos_to_first_audio_ms"] is not None for r in latencies)
     from sessions.replay import replay
 
@@ -254,10 +272,122 @@ def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse
     journal = read_journal(tmp_path / "take")
     assert journal.skipped == [], journal.report()
     failed = [r["event"] for r in journal.inputs() if r["kind"] == "transport_failed"]
-    assert failed and failed[0]["path"] == "input" and failed[0]["reason"] == "digital_zeros"
+    # the audio server says the stream moved (or, without one, the zeros say it is dead)
+    assert failed and failed[0]["path"] == "input"
+    assert failed[0]["reason"].startswith("device_moved: mic -> ") or failed[0]["reason"] == "digital_zeros", failed
     closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
     assert closed[0]["outcome"] == "input_path_failed"
     assert call.session.runtime.state.get("reference_code") is None
     heard = transcript_of(tmp_path / "speaker.wav")
     assert says(heard, "having trouble with the line") and says(heard, "what is your reference code"), heard
     assert "take your time" not in heard  # no reminder re-asks into a dead channel
+
+
+# -- the echo path: a laptop's microphone hears its own speakers (V8) ---------------------
+
+
+SHORT_LADDER = [
+    {"name": "quiet_wait", "wait_ms": 1500},
+    {"name": "gentle_check", "wait_ms": 1500, "prompt": "Take your time. Would you like more time?"},
+    {"name": "alternative_route", "wait_ms": 1500, "prompt": "We can carry on without the code.", "routes": ["continue_without_code"]},
+    {"name": "safe_close", "wait_ms": 500, "prompt": "Nothing has been changed. Goodbye.", "closes": True},
+]
+
+
+def inputs_of(folder, kind):
+    return [r for r in read_journal(folder).inputs() if r["kind"] == kind]
+
+
+def test_with_the_echo_path_a_silent_caller_is_never_heard_and_no_prompt_is_cut(pulse_lab, models, tmp_path):
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(stages=SHORT_LADDER), tmp_path / "take")
+
+    async def scenario():
+        await call.session.start()
+        await asyncio.wait_for(call.session.closed.wait(), 60)
+
+    try:
+        with pulse_lab.echo_path():
+            run(call, scenario)
+    finally:
+        floor.stop()
+        capture.stop()
+    take = tmp_path / "take"
+    stream = "\n".join(call.stream[-30:])
+    assert inputs_of(take, "turn_started") == [] and inputs_of(take, "utterance") == [], stream
+    statuses = [p.status.value for p in call.session.runtime.ladder.prompts.values()]
+    assert "interrupted" not in statuses and "cancelled_before_playback" not in statuses, (statuses, stream)
+    assert call.session.runtime.ladder.outcome == "closed_incomplete"
+    echo = observations(take, "echo_path")[-1]
+    assert echo["aec"] is True and echo["erl_db"] is not None and echo["erle_db"] > 10, echo
+    print(f"\necho path: {echo}")  # the figures, for the run's log
+    heard = transcript_of(tmp_path / "speaker.wav")
+    for phrase in ("what is your reference code", "would you like more time", "nothing has been changed goodbye"):
+        assert says(heard, phrase), (phrase, heard)
+
+
+def test_with_the_echo_path_a_caller_talking_over_the_question_cuts_it_and_is_captured(pulse_lab, models, tmp_path):
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(), tmp_path / "take")
+    code = caller_wav(models, tmp_path, "code", "my code is four eight two one")
+    marks = {}
+
+    def question():
+        return next((p for p in call.session.runtime.ladder.prompts.values() if p.kind == "question"), None)
+
+    async def scenario():
+        await call.session.start()
+        await call.until(lambda: question() is not None and question().status.value == "started")
+        await asyncio.sleep(0.3)  # well inside the question
+        marks["talk"] = call.session.now_ms()
+        await call.say(code)
+        await call.question_asked("confirm_code")
+        marks["confirm"] = call.session.now_ms()
+
+    try:
+        with pulse_lab.echo_path():
+            run(call, scenario)
+    finally:
+        floor.stop()
+        capture.stop()
+    take = tmp_path / "take"
+    stream = "\n".join(call.stream[-30:])
+    assert question().status.value == "interrupted", stream
+    assert call.session.runtime.state.get("reference_code") == "4821", stream
+    # cut at once: the core asked, the speaker confirmed, once, within a second of talking
+    interrupted = inputs_of(take, "playback_interrupted")
+    assert len(interrupted) == 1 and interrupted[0]["event"]["token"] == question().token, interrupted
+    assert interrupted[0]["t_ms"] - marks["talk"] < 1500, (interrupted[0]["t_ms"], marks)
+
+
+def test_an_unplugged_mic_falling_back_to_the_agents_own_output_is_never_the_caller(pulse_lab, models, tmp_path):
+    """With echo cancellation off, PulseAudio moves the stream to the monitor of the
+    agent's own speaker: the agent then hears itself say it is having trouble."""
+    floor = pulse_lab.noise_floor()
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    call = Call(pulse_lab, models, default_flow(recovery_ms=2500), tmp_path / "take", aec=False)
+
+    async def scenario():
+        await call.session.start()
+        await call.question_asked("ask_code")
+        floor.stop()
+        pulse_lab.pactl("set-default-source", "speaker.monitor")
+        pulse_lab.unload_mic()
+        await asyncio.wait_for(call.session.closed.wait(), 40)
+
+    try:
+        run(call, scenario)
+    finally:
+        capture.stop()
+        pulse_lab.restore_mic()
+        pulse_lab.pactl("set-default-source", "mic")
+    take = tmp_path / "take"
+    stream = "\n".join(call.stream[-30:])
+    failed = [r["event"] for r in inputs_of(take, "transport_failed")]
+    assert failed and failed[0]["path"] == "input", stream
+    assert inputs_of(take, "utterance") == [] and inputs_of(take, "turn_started") == [], stream
+    assert call.session.runtime.ladder.outcome == "input_path_failed", stream
+    heard = transcript_of(tmp_path / "speaker.wav")
+    assert says(heard, "having trouble with the line"), heard

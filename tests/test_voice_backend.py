@@ -1,6 +1,7 @@
 """The voice backend's plumbing with fake models: failures become core events, not crashes."""
 
 import asyncio
+import time
 
 import numpy as np
 from console_fixtures import compile_data, quick_flow_data
@@ -114,13 +115,16 @@ def _latency():
 def test_speaking_is_true_while_audio_is_queued_and_false_after():
     async def body():
         backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical"), name="fake")
-        session, _ = await start(backend)
+        # the output alone (a started call would queue its greeting behind the preview)
+        backend.output = FileSpeaker(samplerate=16000, on_event=lambda *a: None, clock_ms=lambda: time.monotonic() * 1000)
         assert not backend.speaking  # piped caller lines wait on this
         backend.output.enqueue(-1, np.zeros(1600, np.float32))
         assert backend.speaking
-        await asyncio.sleep(0.5)  # 0.1 s of audio plus the 150 ms pad
-        assert not backend.speaking
-        await session.stop()
+        deadline = time.monotonic() + 5
+        while backend.speaking and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert not backend.speaking  # 0.1 s of audio plus the 150 ms pad, then idle
+        backend.output.close()
 
     asyncio.run(body())
 

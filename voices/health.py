@@ -50,6 +50,7 @@ class InputHealth:
         self._pending_error: str | None = None
         self._reported: set[str] = set()
         self._failed = False
+        self._held: str | None = None
         self.level_dbfs: float = SILENCE_DBFS
         self.frames = 0
         self.reasons: list[str] = []  # every report, in order (for journals and tests)
@@ -84,6 +85,18 @@ class InputHealth:
         """Record a stream error or lost device; the next check reports it."""
         self._pending_error = reason
 
+    def hold(self, reason: str) -> None:
+        """A failure that signal alone does not end (the stream was moved to another
+        source, e.g. a monitor of the agent's own output): reported at the next check,
+        no recovery until `release()`."""
+        self._held = reason
+        self._pending_error = reason
+
+    def release(self) -> None:
+        """The held failure is over: signal observed from now on is a recovery."""
+        self._held = None
+        self._signal_since_failure = False
+
     def _fail(self, reason: str) -> str | None:
         self._failed = True
         self._signal_since_failure = False
@@ -101,7 +114,7 @@ class InputHealth:
             report = self._fail(reason)
             if report:
                 return report
-        if self._failed and self._signal_since_failure:
+        if self._failed and self._signal_since_failure and self._held is None:
             self._failed = False
             self._reported.clear()
             self._signal_since_failure = False

@@ -15,6 +15,7 @@ writer did). They are created exclusively: an existing recording is never overwr
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import struct
@@ -78,6 +79,7 @@ class WavTrack:
         self.samples = 0
         self.audio_end = 0
         self._synced = 0
+        self._masks: dict[int, int | None] = {}  # start sample -> end (None: still open)
 
     def sample_at(self, t_ms: float) -> int:
         return max(0, int(round(t_ms / 1000.0 * self.samplerate)))
@@ -87,8 +89,29 @@ class WavTrack:
             os.ftruncate(self._file.fileno(), HEADER_BYTES + samples * SAMPLE_BYTES)  # zero-filled
             self.samples = samples
 
+    def mask(self, start: int, end: int | None) -> None:
+        """Silence [start, end) (end None: until told, see the next call with the same
+        start): what is already in the file is overwritten in place, what arrives later
+        for the span is written as silence."""
+        self._masks[start] = end
+        stop = self.samples if end is None else min(end, self.samples)
+        if stop > start:
+            self._file.seek(HEADER_BYTES + start * SAMPLE_BYTES)
+            self._file.write(bytes((stop - start) * SAMPLE_BYTES))
+
+    def _masked(self, at: int, audio: np.ndarray) -> np.ndarray:
+        n = len(audio)
+        for start, end in self._masks.items():
+            lo, hi = max(start, at), min(at + n, end if end is not None else at + n)
+            if hi > lo:
+                audio = np.array(audio, dtype=np.float32, copy=True) if audio is not None else audio
+                audio[lo - at : hi - at] = 0.0
+        return audio
+
     def place(self, at: int, audio: np.ndarray) -> None:
         """Audio starting at sample `at` (a gap before it becomes silence)."""
+        if self._masks:
+            audio = self._masked(at, np.asarray(audio, dtype=np.float32).reshape(-1))
         data = pcm16(audio)
         if not data:
             return
@@ -180,6 +203,12 @@ class CallRecorder:
         later one right after the one before (the stream's own clock, not callback jitter)."""
         self._post("stream", t_ms, block)
 
+    def mask(self, track: str, from_ms: float, to_ms: float | None = None) -> None:
+        """Silence `track` ("mic" or "out") from `from_ms` to `to_ms` in the file, also
+        where it was already written; `to_ms` None keeps the span open until the same
+        call with an end."""
+        self._post(f"mask-{track}", from_ms, np.array([np.nan if to_ms is None else to_ms]))
+
     def _post(self, track: str, t_ms: float | None, audio: np.ndarray) -> None:
         if not self._closed:
             self._queue.put((track, t_ms, audio))
@@ -206,7 +235,11 @@ class CallRecorder:
                 return
 
     def _apply(self, track: str, t_ms: float, audio: np.ndarray) -> None:
-        if track == "mic":
+        if track.startswith("mask-"):
+            wav = self._mic if track == "mask-mic" else self._out
+            end = float(audio[0])
+            wav.mask(wav.sample_at(t_ms), None if math.isnan(end) else wav.sample_at(end))
+        elif track == "mic":
             self._mic.place(self._mic.sample_at(t_ms), audio)
         elif track == "out":
             self._out.place(self._out.sample_at(t_ms), audio)

@@ -1,0 +1,253 @@
+"""The file backend: a caller WAV in at real-time pace, the agent's audio out to a clocked
+speaker with no device (for headless rehearsal, tests and benches).
+
+The speaker runs like a device's output stream: one 10 ms block at a time on the session
+clock, silence when idle, so a barge-in cuts a prompt within one block and out.wav is one
+continuous stream. With `echo_path` (a `voices.echo.SimulatedEchoPath`), what it played
+comes back into the caller's audio as a laptop's microphone hears its speakers, and
+`aec=True` cancels it through the same canceller the audio backend uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .voice_backend import VAD_RATE, VoiceBackend, VoiceModels
+
+
+class _Prompt:
+    __slots__ = ("chunks", "finished", "flush", "offset", "pad_left", "started", "token")
+
+    def __init__(self, token: int, pad: int) -> None:
+        self.token = token
+        self.chunks: deque[np.ndarray] = deque()
+        self.offset = 0
+        self.finished = False
+        self.flush = False
+        self.started = False
+        self.pad_left = pad
+
+
+class FileSpeaker:
+    """A speaker with no device: 10 ms blocks on the session clock, prompts one after
+    another, silence between them.
+
+    Events `on_event(kind, token, t_ms)`: "started" at a prompt's first sample,
+    "completed" after its last sample and the trailing pad, "interrupted" (once) at the
+    block after `interrupt(token)` if it had started. `on_played(t_ms, block)`, if set,
+    hears every block as it plays (t_ms: its first sample), silence included.
+    """
+
+    def __init__(
+        self,
+        *,
+        samplerate: int,
+        on_event: Callable[[str, int, float], None],
+        clock_ms: Callable[[], float],
+        pad_ms: float = 150,
+        on_played: Callable[[float, np.ndarray], None] | None = None,
+        block_ms: float = 10.0,
+    ) -> None:
+        self.samplerate = samplerate
+        self.on_played = on_played
+        self._on_event = on_event
+        self._clock_ms = clock_ms
+        self._pad = round(pad_ms * samplerate / 1000.0)
+        self._block = max(1, round(block_ms * samplerate / 1000.0))
+        self._prompts: deque[_Prompt] = deque()
+        self._by_token: dict[int, _Prompt] = {}
+        self._cancelled: set[int] = set()
+        self._task: asyncio.Task | None = None
+        self._closed = False
+        self.blocks = 0
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self.start()
+
+    def start(self) -> None:
+        if self._task is None and not self._closed:
+            self._task = asyncio.ensure_future(self._run())
+
+    # -- producers (on the loop) --
+
+    def _prompt(self, token: int) -> _Prompt:
+        p = self._by_token.get(token)
+        if p is None:
+            p = self._by_token[token] = _Prompt(token, self._pad)
+            self._prompts.append(p)
+        return p
+
+    def append(self, token: int, chunk: np.ndarray) -> None:
+        if token in self._cancelled:
+            return
+        data = np.asarray(chunk, dtype=np.float32).reshape(-1)
+        if len(data):
+            self._prompt(token).chunks.append(data)
+        self.start()
+
+    def finish(self, token: int) -> None:
+        if token in self._cancelled:
+            return
+        self._prompt(token).finished = True
+        self.start()
+
+    def enqueue(self, token: int, audio: np.ndarray) -> None:
+        self.append(token, audio)
+        self.finish(token)
+
+    def interrupt(self, token: int) -> bool:
+        self._cancelled.add(token)
+        p = self._by_token.get(token)
+        if p is None:
+            return False
+        p.flush = p.finished = True
+        return p.started
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued or playing (the same question `voices.audio.Speaker` answers)."""
+        return not self._prompts
+
+    # -- the clock --
+
+    async def _run(self) -> None:
+        block_ms = self._block * 1000.0 / self.samplerate
+        t0 = self._clock_ms()
+        k = 0
+        while not self._closed:
+            due = t0 + k * block_ms
+            delay = (due - self._clock_ms()) / 1000.0
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if self._closed:
+                return
+            block = self._fill(due, block_ms / self._block)
+            self.blocks += 1
+            if self.on_played is not None:
+                self.on_played(due, block)
+            k += 1
+
+    def _fill(self, t: float, ms_per_sample: float) -> np.ndarray:
+        out = np.zeros(self._block, np.float32)
+        i = 0
+        while i < self._block and self._prompts:
+            p = self._prompts[0]
+            if p.flush:
+                self._drop(p)
+                if p.started:
+                    self._on_event("interrupted", p.token, t + i * ms_per_sample)
+                continue
+            if p.chunks:
+                chunk = p.chunks[0]
+                n = min(self._block - i, len(chunk) - p.offset)
+                if not p.started:
+                    p.started = True
+                    self._on_event("started", p.token, t + i * ms_per_sample)
+                out[i : i + n] = chunk[p.offset : p.offset + n]
+                p.offset += n
+                i += n
+                if p.offset >= len(chunk):
+                    p.chunks.popleft()
+                    p.offset = 0
+                continue
+            if not p.finished:
+                break  # the next sentence is still being synthesized: silence until it comes
+            if not p.started:
+                p.started = True
+                self._on_event("started", p.token, t + i * ms_per_sample)
+            n = min(self._block - i, p.pad_left)
+            p.pad_left -= n
+            i += n
+            if p.pad_left <= 0:
+                self._drop(p)
+                self._on_event("completed", p.token, t + i * ms_per_sample)
+        return out
+
+    def _drop(self, p: _Prompt) -> None:
+        self._prompts.popleft()
+        self._by_token.pop(p.token, None)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+
+
+class FileBackend(VoiceBackend):
+    """Caller WAV in at real-time pace, the agent's audio out to a clocked speaker."""
+
+    def __init__(
+        self,
+        models: VoiceModels,
+        caller: Path,
+        *,
+        record_dir: Path | None = None,
+        echo_path=None,
+        aec: bool = False,
+        **kwargs,
+    ) -> None:
+        super().__init__(models, name="file", record_dir=record_dir, **kwargs)
+        from voices.stt import load_wav_16k
+
+        self.caller_audio = load_wav_16k(caller)
+        self.echo_path = echo_path
+        if echo_path is not None or aec:
+            from voices.echo import EchoCanceller
+
+            self.echo = EchoCanceller(enabled=aec)
+        self._feeder: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        await super().start()
+        assert self.session is not None
+        self.output = FileSpeaker(
+            samplerate=self.models.voice.sample_rate,
+            on_event=self.on_output_event,
+            clock_ms=self.session.now_ms,
+            on_played=self._played,
+        )
+        self._start_recording()
+        self._feeder = asyncio.ensure_future(self._feed_caller())
+
+    def _played(self, t_ms: float, block: np.ndarray) -> None:
+        if self.recorder is not None:
+            self.recorder.out_stream(t_ms, block)
+        if self.echo_path is not None:
+            self.echo_path.played(block, self.output.samplerate, t_ms)
+        self.played(block, self.output.samplerate)
+
+    async def _feed_caller(self) -> None:
+        """512-sample frames at real-time pace, each handed over when its last sample has
+        been "heard" (as a device's callback does); a faint noise floor after the file."""
+        frame = 512
+        audio = self.caller_audio
+        rng = np.random.default_rng(7)
+        i = 0
+        assert self.session is not None
+        t0 = self.session.now_ms()
+        while not self.session.closed.is_set():
+            start = t0 + i / VAD_RATE * 1000.0
+            delay = (start + frame / VAD_RATE * 1000.0 - self.session.now_ms()) / 1000.0
+            if delay > 0:
+                await asyncio.sleep(delay)
+            chunk = audio[i : i + frame]
+            if len(chunk) < frame:
+                noise = (rng.standard_normal(frame - len(chunk)) * 1e-4).astype(np.float32)
+                chunk = np.concatenate([chunk, noise])
+            chunk = chunk.astype(np.float32)
+            if self.echo_path is not None:
+                chunk = self.echo_path.mix(chunk, start)
+            self.on_frames(chunk, start)
+            i += frame
+
+    async def close(self) -> None:
+        if self._feeder is not None:
+            self._feeder.cancel()
+        await super().close()
