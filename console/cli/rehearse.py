@@ -66,6 +66,10 @@ def rehearse(
     voice: Annotated[str | None, typer.Option("--voice", help="Another piper voice (.onnx with its .onnx.json).")] = None,
     stt_model: Annotated[str | None, typer.Option("--stt-model", help="Another faster-whisper model: a size name or a directory.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show every trace record.")] = False,
+    no_aec: Annotated[bool, typer.Option("--no-aec", help="audio backend: no echo cancellation (use with headphones; the echo is still measured).")] = False,
+    keep_secret_audio: Annotated[
+        bool, typer.Option("--keep-secret-audio", help="Keep redacted values audible in mic.wav and out.wav (masked by default).")
+    ] = False,
 ) -> None:
     """Rehearse a flow live in the console (or --headless: print the event stream).
 
@@ -98,7 +102,9 @@ def rehearse(
     except FlowFileError as exc:
         fail(str(exc))
     chosen, notice = _choose_backend(backend, input_device, output_device)
-    the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model)
+    the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec, keep_secret_audio=keep_secret_audio)
+    if keep_secret_audio and journal is not None and chosen != "text":
+        print_text("warning: --keep-secret-audio: mic.wav and out.wav will hold redacted values (the journal does not)", console=err)
     if not headless:
         from ..app import LullApp
 
@@ -152,7 +158,7 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
     return "audio", ""
 
 
-def _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model):
+def _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False):
     from ..text_backend import TextBackend
 
     if chosen == "text":
@@ -170,7 +176,7 @@ def _make_backend(chosen, caller, journal, input_device, output_device, voice, s
             fail(str(exc))
     if chosen == "file":
         try:
-            return FileBackend(models, caller, record_dir=journal)
+            return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
         except (ValueError, OSError) as exc:
             fail(str(exc))
     try:
@@ -179,6 +185,8 @@ def _make_backend(chosen, caller, journal, input_device, output_device, voice, s
             input_device=resolve_device(input_device, "input"),
             output_device=resolve_device(output_device, "output"),
             record_dir=journal,
+            aec=aec,
+            keep_secret_audio=keep_secret_audio,
         )
     except (AudioUnavailable, OSError) as exc:
         fail(str(exc))
