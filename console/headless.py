@@ -93,11 +93,16 @@ async def rehearse_headless(
     write: Callable[[str], None] = print,
     verbose: bool = False,
     speaking: Callable[[], bool] | None = None,
+    redact: bool = False,
 ) -> str | None:
-    """Run the call until it closes (or /quit); returns the session outcome."""
+    """Run the call until it closes (or /quit); returns the session outcome.
+
+    With `redact`, the stream is redacted like the journal (G6): for output that goes
+    to a file or a pipe, where it is a log, not a screen.
+    """
 
     def show(now: float, kind: str, record: dict) -> None:
-        text = describe(record, verbose)
+        text = describe(session.runtime.redact(record) if redact else record, verbose)
         if text is not None:
             write(f"[{seconds(now):>6}] {text}")
 

@@ -176,3 +176,16 @@ def test_nothing_lull_writes_or_prints_about_a_recorded_call_holds_the_code(tmp_
     clocks = re.compile(r"\d+(\.\d+)?\s*(ms|s)\b|\d{4}-\d\d-\d\dT[\d:.]+")
     assert leaks(clocks.sub(" ", printed), values) == []
     assert "CLEAN" in printed and "DRIFT" not in printed
+
+
+def test_headless_output_to_a_pipe_is_redacted_like_the_journal(tmp_path):
+    # piped or redirected, the event stream is a log: no form of the code in it
+    lines = "4 8 2 1\nyes four eight two one\n/sleep 1\n/hangup\n"
+    result = subprocess.run(
+        [LULL, "rehearse", "--backend", "text", "--headless"], input=lines, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "I heard [redacted]. Is that right?" in result.stdout
+    assert "slot reference_code = '[redacted]'" in result.stdout
+    clocks = re.compile(r"\[\s*\d+(\.\d+)?s\]")
+    assert leaks(clocks.sub(" ", result.stdout + result.stderr), ["4821"]) == []

@@ -116,7 +116,14 @@ def rehearse(
     # the caller's words, prompts and flow names are printed as they are, never as markup
     print_text(("Lull", "bold"), f": rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}")
 
+    # at a terminal the stream is a screen and shows values as the console does; piped
+    # or redirected it is a log, and a log is redacted like the journal (G6)
+    redact = not sys.stdout.isatty()
+
     def line(who: str, text: str) -> None:
+        if redact:
+            kind = "caller_utterance" if who == "caller" else "prompt"
+            text = session.runtime.redact({"kind": kind, "text": text})["text"]
         print_text((f"{who:>6} >", "bold"), f" {text}")
 
     the_backend.on_line = line
@@ -129,6 +136,7 @@ def rehearse(
                 write=lambda text: print_text(text),
                 verbose=verbose,
                 speaking=lambda: the_backend.speaking,
+                redact=redact,
             )
         )
     except OSError as exc:
