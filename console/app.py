@@ -1,7 +1,10 @@
-"""The Textual console: thin. It owns the live session and routes its records to screens."""
+"""The Textual console: thin. It owns the live session, keeps the call's history for the
+screens (so nothing is lost while another screen shows) and restarts the call."""
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.app import App
@@ -9,14 +12,49 @@ from textual.binding import Binding
 
 from ladder.flow.compile import CompiledFlow
 
-from .commands import IncidentCommands
+from .commands import LullCommands
+from .headless import Incidents
 from .live import LiveSession
-from .messages import AgentLine, SessionRecord
+from .messages import CallRestarted, HistoryChanged
 from .screens.editor import EditorScreen
+from .screens.help import HelpScreen
 from .screens.incidents import IncidentsScreen
 from .screens.rehearse import RehearseScreen
 from .screens.sessions import SessionsScreen
 from .text_backend import TextBackend
+
+HISTORY = 20_000  # records and transcript lines kept for the screens
+
+
+class CallHistory:
+    """Everything the live call said and decided, in order, for whichever screen shows it.
+
+    Counters are absolute, so a screen that was away catches up from where it stopped
+    even after the oldest entries fell off the end.
+    """
+
+    def __init__(self, size: int = HISTORY) -> None:
+        self.lines: deque[tuple[str, str]] = deque(maxlen=size)  # (who, text)
+        self.records: deque[tuple[float, dict]] = deque(maxlen=size)  # (now, flat decision)
+        self.lines_total = 0
+        self.records_total = 0
+        self.calls = 1  # how many calls the console has run (restarts + 1)
+
+    def add_line(self, who: str, text: str) -> None:
+        self.lines.append((who, text))
+        self.lines_total += 1
+
+    def add_record(self, now: float, record: dict) -> None:
+        self.records.append((now, record))
+        self.records_total += 1
+
+    def lines_since(self, seen: int) -> list[tuple[str, str]]:
+        new = min(self.lines_total - seen, len(self.lines))
+        return list(self.lines)[len(self.lines) - new :] if new > 0 else []
+
+    def records_since(self, seen: int) -> list[tuple[float, dict]]:
+        new = min(self.records_total - seen, len(self.records))
+        return list(self.records)[len(self.records) - new :] if new > 0 else []
 
 
 class LullApp(App):
@@ -29,11 +67,15 @@ class LullApp(App):
         "sessions": SessionsScreen,
     }
     DEFAULT_MODE = "rehearse"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", id="quit"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
         Binding("f12", "switch_mode('sessions')", "Sessions", id="sessions"),
+        Binding("ctrl+r", "restart_call", "Restart call", id="restart_call", priority=True),
+        Binding("question_mark", "help", "Help", id="help", show=False),
     ]
-    COMMANDS = App.COMMANDS | {IncidentCommands}
+    COMMANDS = App.COMMANDS | {LullCommands}
 
     def __init__(
         self,
@@ -50,6 +92,7 @@ class LullApp(App):
         verbose: bool = False,
         clock=None,
         autostart: bool = True,
+        backend_factory: Callable[[], object] | None = None,
     ) -> None:
         super().__init__()
         self.flow_path = flow_path
@@ -57,17 +100,28 @@ class LullApp(App):
         self.incident_dir = incident_dir or Path.cwd() / "incidents"
         self.recordings_dir = recordings_dir or Path.cwd() / "recordings"
         self.voice = voice  # a PiperVoice for spoken previews, loaded on first use
-        self.notice = notice
+        self.notice = console_notice(notice)
         self.verbose = verbose
+        self.history = CallHistory()
+        self.rehearse_screen: RehearseScreen | None = None
+        self._history_posted = False
+        self._clock = clock
+        self._journal_dir = journal_dir
+        self.backend_factory = backend_factory
         self.backend = backend or TextBackend()
-        if hasattr(self.backend, "on_line"):
-            self.backend.on_line = self._line  # agent and caller lines go to the transcript
-        kwargs = {"clock": clock} if clock is not None else {}
-        self.session = LiveSession(flow, self.backend, journal_dir=journal_dir, **kwargs)
-        self.session.listeners.append(self._record)
         self.autostart = autostart
+        self._open(flow, self.backend, journal_dir)
 
     # -- the session -----------------------------------------------------------------
+
+    def _open(self, flow: CompiledFlow, backend, journal_dir: Path | None) -> None:
+        self.backend = backend
+        if hasattr(backend, "on_line"):
+            backend.on_line = self._line  # agent and caller lines go to the transcript
+        kwargs = {"clock": self._clock} if self._clock is not None else {}
+        self.session = LiveSession(flow, backend, journal_dir=journal_dir, **kwargs)
+        self.session.listeners.append(self._record)
+        self.incidents = Incidents(self.session)
 
     async def on_mount(self) -> None:
         if self.autostart:
@@ -78,19 +132,98 @@ class LullApp(App):
             await self.session.stop()  # closes streams and the journal
 
     def say(self, text: str) -> None:
+        if self.session.closed.is_set():
+            self.notify("the call has ended: ctrl+r starts it again (applied edits kept)", severity="warning")
+            return
         self.backend.say(text)
 
     def _line(self, who: str, text: str) -> None:
-        self._broadcast(AgentLine(who, text))
+        self.history.add_line(who, text)
+        self._changed()
 
     def _record(self, now: float, kind: str, record: dict) -> None:
-        if kind == "decision":
-            self._broadcast(SessionRecord(now, kind, record))
+        # inputs too: the timeline and the "why" of a move show what led to it
+        self.history.add_record(now, record)
+        self._changed()
 
-    def _broadcast(self, message) -> None:
-        screen = self.screen
-        if isinstance(screen, RehearseScreen):
-            screen.post_message(message)
+    def _changed(self) -> None:
+        """Tell the rehearse screen once per batch; it reads the history itself, so what
+        happens while another screen shows is there when it comes back."""
+        screen = self.rehearse_screen
+        if screen is not None and not self._history_posted:
+            self._history_posted = True
+            screen.post_message(HistoryChanged())
+
+    def history_read(self) -> None:
+        self._history_posted = False
+
+    # -- restart ------------------------------------------------------------------------
+
+    def _fresh_backend(self):
+        if self.backend_factory is not None:
+            return self.backend_factory()
+        fresh = getattr(self.backend, "fresh", None)
+        if fresh is not None:
+            return fresh()
+        if isinstance(self.backend, TextBackend):
+            return TextBackend(ms_per_word=self.backend.ms_per_word, start_delay_ms=self.backend.start_delay_ms)
+        return None
+
+    def _next_journal(self) -> Path | None:
+        base = self._journal_dir
+        if base is None:
+            return None
+        return base.with_name(f"{base.name}-call{self.history.calls + 1}")
+
+    async def action_restart_call(self) -> None:
+        await self.restart_call()
+
+    async def restart_call(self) -> bool:
+        """A new call on the flow as it runs now (applied edits kept), same console."""
+        backend = self._fresh_backend()
+        if backend is None:
+            self.notify(f"the {getattr(self.backend, 'name', 'current')} backend cannot start a second call", severity="error")
+            return False
+        flow = self.session.runtime.flow  # with every applied edit
+        if not self.session.closed.is_set():
+            await self.session.stop()
+        journal = self._next_journal()
+        self.history.calls += 1
+        self._open(flow, backend, journal)
+        self.history.add_line("", f"— call {self.history.calls}: restarted with the applied edits —")
+        if self.rehearse_screen is not None:
+            self.rehearse_screen.post_message(CallRestarted())
+        self._changed()
+        await self.session.start()
+        where = f"; recording in {journal}" if journal else ""
+        self.notify(f"call {self.history.calls} started with the applied edits{where}")
+        return True
+
+    # -- actions every screen shares --------------------------------------------------
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def inject(self, command: str) -> None:
+        """An incident into the live call, with a message in the console's own words."""
+        if self.session.closed.is_set():
+            self.notify("the call has ended: ctrl+r starts it again", severity="warning")
+            return
+        if command == "dup" and self.incidents.last_fired is None:
+            self.notify("no timer has fired yet: F6 delivers the last fired timer again", severity="warning")
+            return
+        error = self.incidents.run(command)
+        if error:
+            self.notify(error.lstrip("/"), severity="warning")
+
+    def set_tool_mode(self, mode: str) -> str | None:
+        tools = list(self.session.flow.tools)
+        if not tools:
+            self.notify("this flow declares no tools", severity="warning")
+            return None
+        self.incidents.run(f"tool {tools[0]} {mode}")
+        return tools[0]
 
     def preview_prompt(self, text: str) -> tuple[float, str]:
         """Synthesize `text` (in a worker thread); returns its duration and how it was got."""
@@ -135,6 +268,19 @@ class LullApp(App):
     def media_line(self) -> str:
         describe = getattr(self.backend, "media_line", None)
         return describe() if describe else "text backend: no microphone or speaker (type the caller's turns)"
+
+
+def console_notice(notice: str) -> str:
+    """The start-up notice as the console says it: the console is already on the text
+    backend, so a hint to start it with `--backend text` is dropped."""
+    import re
+
+    if not notice:
+        return notice
+    cleaned = re.sub(r";?\s*run `lull rehearse --backend text`[^;.]*", "", notice).rstrip(" ;")
+    if cleaned != notice:
+        cleaned += ". The console opened on the text backend: type the caller's turns below."
+    return cleaned
 
 
 def _document(flow: CompiledFlow, path: Path | None) -> dict:

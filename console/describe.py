@@ -65,3 +65,94 @@ def describe(record: dict, verbose: bool = False) -> str | None:
     if kind == "turn_interpreted":
         return None
     return f"{kind.replace('_', ' ')}: {reason}"
+
+
+# -- the console's "why": the rule behind a ladder move, in plain words ---------------
+
+RULES = {
+    "stage_advanced": {
+        "no_input": "The listening window expired with no caller speech, so the ladder moved one stage on (L4). "
+        "Its prompt is requested now; the next window arms from that prompt's completion (L5).",
+        "hold_expired": "The caller's hold ran out (hold_ms) with no speech: the ladder checks in at the next stage (L6, W6).",
+    },
+    "window_armed": {
+        "observed": "The listening window armed from the prompt's observed playback completion (L2): "
+        "the endpoint reported that the audio finished.",
+        "estimated": "The completion report did not arrive in time, so the window armed from the send time plus the "
+        "estimated duration (L2). It is flagged as an estimate.",
+    },
+    "stale_rejected": "A callback carried a generation or prompt token that no longer matches, so it was ignored "
+    "and recorded, never acted on (L3).",
+    "timer_invalidated": "A newer event made this timer's generation obsolete (L3, L7): a later callback for it "
+    "will be rejected as stale.",
+    "hold_armed": "The caller asked to wait: a bounded hold replaces the ordinary window (L6); the pending "
+    "question and the episode bound stay.",
+    "hold_expired": "The hold reached hold_ms (L6).",
+    "hold_budget_exhausted": "The episode's hold budget is used up, so no further hold is granted (L6).",
+    "episode_deadline": "The episode's total bound (episode_ms) ended it, even during a hold or with no timer armed (L12).",
+    "episode_started": "A new question opened a silence episode with its own limits (L1).",
+    "episode_ended": "The episode ended; its outcome names what was observed (L14).",
+    "prompt_cancelled_before_playback": "The caller spoke before this prompt started: it and its queued audio were "
+    "cancelled (L5).",
+    "prompt_interrupted": "The caller spoke over the prompt while it played (barge-in).",
+    "playback_completion_missing": "No completion report arrived by the estimate: the core took the boundary from the "
+    "estimate (L2), so the window armed as 'estimated'.",
+    "transport_failed": "The input path failed: that is not caller silence, so the ladder moved to channel recovery (L9).",
+    "channel_repaired": "The input path came back: the call continues from the current task state (L7, L9).",
+    "timer_fired": "A timer reached its due time with its generation current, so it acted.",
+    "watchdog_fired": "A caller turn closed and no response followed within the watchdog (W2).",
+    "session_closed": "The call closed: closing is absorbing, late speech cannot reopen it (L11).",
+    "late_completion": "The completion report came after the estimate had already armed the window: only the truth "
+    "is recorded (L2).",
+    "speech_over_uninterruptible": "The caller spoke over an uninterruptible prompt: the floor is held (G1).",
+    "pause_ended": "The caller's answer ended the pause (W4).",
+}
+
+
+def explain(record: dict) -> str:
+    """The rule behind one record (a ladder move), in the console's own words."""
+    effect = record.get("effect")
+    if effect == "RequestPrompt":
+        kind = record.get("kind")
+        if kind == "reminder":
+            return f"The ladder reached stage {record.get('stage')}, whose prompt this is (L4)."
+        if kind == "acknowledgement":
+            return "A wait request in a new pause is acknowledged once (W3)."
+        if kind == "restate":
+            return "The caller is ready but gave no answer: the pending question is restated briefly (L7)."
+        return f"The flow asked for a {kind} prompt."
+    if effect == "CancelPrompt":
+        return f"Prompt #{record.get('token')} was cancelled ({record.get('reason')}): caller speech before a prompt starts cancels it (L5)."
+    if effect == "EpisodeEnded":
+        return f"The episode ended as {record.get('outcome')} because {record.get('reason')} (L14)."
+    if effect == "SessionClosed":
+        return RULES["session_closed"]
+    if effect != "Trace":
+        return "A decision of the flow."
+    kind = record.get("kind", "")
+    rule = RULES.get(kind)
+    if isinstance(rule, dict):
+        key = record.get("reason") if kind == "stage_advanced" else record.get("origin") or record.get("reason")
+        return rule.get(key, next(iter(rule.values())))
+    if kind.endswith("_armed") and kind not in RULES:
+        return f"A {record.get('timer', kind[:-6])} timer armed from {record.get('origin')} (generation {record.get('generation')})."
+    return rule or f"{kind.replace('_', ' ')}: {record.get('reason')}"
+
+
+def describe_input(event: dict) -> str:
+    """A recorded input in plain words (the sessions screen), never a Python dict."""
+    kind = event.get("kind", "?")
+    rest = {k: v for k, v in event.items() if k != "kind" and v is not None}
+    if kind == "caller_utterance":
+        intent = f" (intent {rest['intent']})" if rest.get("intent") else ""
+        return f"caller said “{rest.get('text', '')}”{intent}"
+    if kind == "timer_fired":
+        return f"timer {rest.get('timer')} fired (gen {rest.get('generation')})"
+    if kind in ("playback_started", "playback_completed", "playback_interrupted", "prompt_sent", "prompt_failed"):
+        return f"{kind.replace('_', ' ')}: prompt #{rest.get('token')}"
+    if kind in ("turn_started", "turn_ended"):
+        return f"caller {kind.replace('_', ' ').removeprefix('turn ')} turn {rest.get('turn')} (seq {rest.get('seq')})"
+    if kind == "edit_wording":
+        return f"designer edited {'/'.join(map(str, rest.get('path', [])))} to “{rest.get('text')}”"
+    parts = ", ".join(f"{k} {v}" for k, v in rest.items())
+    return kind.replace("_", " ") + (f": {parts}" if parts else "")

@@ -20,3 +20,13 @@ class SessionRecord(Message):
 class AgentLine(Message):
     who: str  # "agent" or "caller"
     text: str
+
+
+@dataclass
+class HistoryChanged(Message):
+    """The live call said or decided something: read the app's history from where you stopped."""
+
+
+@dataclass
+class CallRestarted(Message):
+    """A new call replaced the old one (same console, the flow with its applied edits)."""

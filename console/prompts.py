@@ -30,15 +30,40 @@ BLAMING = (
 LADDER_TEXTS = ("acknowledgement", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending", "close_deadline")
 
 
+LADDER_BOUNDS = (
+    ("hold_ms", "one hold"),
+    ("hold_budget_ms", "all holds of an episode"),
+    ("episode_ms", "the episode's total bound"),
+)
+
+
 @dataclass(frozen=True)
 class PromptItem:
-    """One piece of wording and where it lives in the flow file."""
+    """One piece of wording (or one timing) and where it lives in the flow file."""
 
-    key: str  # a stable id: "stage:ask_code", "ladder:gentle_check", "ladder:acknowledgement"
+    key: str  # a stable id: "stage:ask_code", "ladder:gentle_check", "wait:gentle_check", "bound:hold_ms"
     label: str
     path: tuple  # JSON path in the flow file
-    text: str
+    text: str  # the wording, or a timing in milliseconds written as digits
     wait_ms: float | None  # how long the stage waits after it (for the length lint)
+    kind: str = "text"  # "text" or "ms"
+
+    def value(self, text: str):
+        """The value to write for `text`: the wording, or milliseconds as a number."""
+        return text if self.kind == "text" else parse_ms(text)
+
+
+def parse_ms(text: str) -> int | float:
+    """Milliseconds from what the designer typed ("8000", "8 000", "8000.5"); ValueError if not."""
+    cleaned = text.strip().replace(" ", "").replace("_", "").removesuffix("ms")
+    number = float(cleaned)
+    if not number > 0:
+        raise ValueError(f"{text.strip()!r}: a timing must be more than 0 ms")
+    return int(number) if number == int(number) else number
+
+
+def ms_text(value: float) -> str:
+    return str(int(value)) if float(value) == int(value) else str(value)
 
 
 def prompt_items(flow: CompiledFlow) -> list[PromptItem]:
@@ -55,7 +80,27 @@ def prompt_items(flow: CompiledFlow) -> list[PromptItem]:
             )
     for name in LADDER_TEXTS:
         items.append(PromptItem(f"ladder:{name}", f"ladder {name.replace('_', ' ')}", ("ladder", name), getattr(policy, name), None))
+    for i, stage in enumerate(policy.stages):
+        items.append(
+            PromptItem(f"wait:{stage.name}", f"wait {stage.name} (ms)", ("ladder", "stages", i, "wait_ms"), ms_text(stage.wait_ms), None, "ms")
+        )
+    for name, about in LADDER_BOUNDS:
+        items.append(PromptItem(f"bound:{name}", f"bound {name} ({about})", ("ladder", name), ms_text(getattr(policy, name)), None, "ms"))
     return items
+
+
+def edit_values(items: list[PromptItem], edits: dict[tuple, str]) -> dict[tuple, object]:
+    """The editor's texts as the values the flow file holds (ValueError for a bad timing)."""
+    by_path = {item.path: item for item in items}
+    out = {}
+    for path, text in edits.items():
+        item = by_path.get(path)
+        try:
+            out[path] = item.value(text) if item is not None else text
+        except ValueError as exc:
+            label = item.label if item is not None else "/".join(map(str, path))
+            raise ValueError(f"{label}: expected milliseconds, a number more than 0 ({exc})") from None
+    return out
 
 
 def estimate_ms(text: str, policy: LadderPolicy) -> float:
@@ -73,6 +118,17 @@ def lint(item: PromptItem, text: str, flow: CompiledFlow, measured_ms: float | N
         if phrase in lowered:
             problems.append(f"blames the caller (\u201c{phrase}\u201d)")
             break
+    if item.kind == "ms":
+        try:
+            value = parse_ms(text)
+        except ValueError:
+            return [f"is not a timing: expected milliseconds, a number more than 0 (got {text.strip()!r})"]
+        for stage_item in prompt_items(flow):
+            if stage_item.wait_ms is not None and item.key == f"wait:{stage_item.key.removeprefix('ladder:')}":
+                length = estimate_ms(stage_item.text, flow.ladder)
+                if length > value:
+                    problems.append(f"is shorter than its stage's prompt ({length / 1000:.1f}s estimated)")
+        return problems
     if item.wait_ms is not None:
         length = measured_ms if measured_ms is not None else estimate_ms(text, flow.ladder)
         if length > item.wait_ms:
@@ -103,7 +159,46 @@ def apply_to_call(session, data: dict, edits: dict[tuple, str], source: str) -> 
     return session.runtime.flow
 
 
-def save_flow_file(path: Path, edits: dict[tuple, str], flow: CompiledFlow) -> None:
+def compile_document(data: dict, source: str = "flow file") -> CompiledFlow | None:
+    report = check_data(data, source)
+    return report.flow
+
+
+def original_texts(document: dict, name: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
+    """What each item says in the flow file, and in the flow shipped with Lull (the
+    library flow of the same name, else the ladder's defaults): what revert goes back to."""
+    from sessions.flowfiles import library_flow_path
+
+    file_flow = compile_document(document)
+    in_file = {i.key: i.text for i in prompt_items(file_flow)} if file_flow is not None else {}
+    shipped: dict[str, str] = {}
+    library = library_flow_path(name) if name else None
+    if library is not None:
+        shipped_flow = compile_document(json.loads(library.read_text(encoding="utf-8")), str(library))
+        if shipped_flow is not None:
+            shipped = {i.key: i.text for i in prompt_items(shipped_flow)}
+    if not shipped and file_flow is not None:
+        defaults = LadderPolicy()
+        shipped = {f"ladder:{n}": getattr(defaults, n) for n in LADDER_TEXTS}
+        shipped |= {f"bound:{n}": ms_text(getattr(defaults, n)) for n, _ in LADDER_BOUNDS}
+    return in_file, shipped
+
+
+def wording_changes(recorded: CompiledFlow, edited: CompiledFlow, said: list[str]) -> list[tuple[str, str, str]]:
+    """(label, recorded wording, edited wording) for each prompt whose words differ and
+    that the recording actually said."""
+    now = {i.key: i for i in prompt_items(edited)}
+    out = []
+    for item in prompt_items(recorded):
+        new = now.get(item.key)
+        if new is None or new.text == item.text or item.kind != "text":
+            continue
+        if item.text in said:
+            out.append((item.label, item.text, new.text))
+    return out
+
+
+def save_flow_file(path: Path, edits: dict[tuple, object], flow: CompiledFlow) -> None:
     """Write the edits into the file atomically; its other content is kept as it was."""
     text = path.read_text(encoding="utf-8")
     data = json.loads(text)
@@ -111,11 +206,7 @@ def save_flow_file(path: Path, edits: dict[tuple, str], flow: CompiledFlow) -> N
     report = check_data(new_data, str(path))
     if report.flow is None:
         raise ValueError(report.errors[0].line())
-    positions = value_positions(text)
-    if all(p in positions for p in edits):
-        new_text = _splice(text, edits)
-    else:  # a ladder default is being written for the first time: re-serialise
-        new_text = json.dumps(new_data, indent=2, ensure_ascii=False) + "\n"
+    new_text = splice_edits(text, new_data, edits)
     if json.loads(new_text) != new_data:  # belt and braces: never write what we did not mean
         raise ValueError(f"{path}: internal error: the edited file would not match the edit")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -130,7 +221,61 @@ def save_flow_file(path: Path, edits: dict[tuple, str], flow: CompiledFlow) -> N
         raise
 
 
-def _splice(text: str, edits: dict[tuple, str]) -> str:
+def splice_edits(text: str, new_data: dict, edits: dict[tuple, object]) -> str:
+    """The file's text with only the edited values changed.
+
+    A value the file does not spell out yet (a ladder default) is inserted as the smallest
+    missing piece (one key in the ladder object, or the ladder's stage list, or a ladder
+    object) at the end of the object that should hold it; every other byte stays.
+    """
+    for _ in range(len(edits) + 3):
+        positions = value_positions(text)
+        missing = [p for p in edits if p not in positions]
+        if not missing:
+            return _splice(text, {p: v for p, v in edits.items()})
+        path = missing[0]
+        # the longest prefix of the path the file has: insert the next key into that object
+        depth = max(i for i in range(len(path)) if i == 0 or path[:i] in positions)
+        parent, key = path[:depth], path[depth]
+        value = new_data
+        for part in path[: depth + 1]:
+            value = value[part]
+        text = _insert_key(text, parent, key, value)
+    raise ValueError("internal error: could not place the edit in the file")
+
+
+def _object_bounds(text: str, parent: tuple) -> tuple[int, int]:
+    """Offsets of the `{` and `}` of the object at `parent` ("()" is the top level)."""
+    decoder = json.JSONDecoder()
+    if parent:
+        positions = value_positions(text)
+        line, col = positions[parent]
+        lines = text.split("\n")
+        start = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    else:
+        start = len(text) - len(text.lstrip())
+    _, end = decoder.raw_decode(text, start)
+    return start, end - 1
+
+
+def _insert_key(text: str, parent: tuple, key: str, value) -> str:
+    start, close = _object_bounds(text, parent)
+    body = text[start + 1 : close]
+    line_start = text.rfind("\n", 0, start) + 1
+    base = len(text[line_start:start]) - len(text[line_start:start].lstrip())
+    members = [m for m in re.finditer(r'\n([ \t]+)"', body)]
+    indent = members[0].group(1) if members else " " * (base + 2)
+    step = max(1, len(indent) - base)
+    rendered = json.dumps(value, indent=step, ensure_ascii=False).replace("\n", "\n" + indent)
+    entry = f"{json.dumps(key)}: {rendered}"
+    stripped = body.rstrip()
+    if stripped.strip():
+        insert_at = start + 1 + len(stripped)
+        return text[:insert_at] + f",\n{indent}{entry}" + text[insert_at:]
+    return text[: start + 1] + f"\n{indent}{entry}\n{' ' * base}" + text[close:]
+
+
+def _splice(text: str, edits: dict[tuple, object]) -> str:
     """Replace string values in place, last first, so earlier offsets stay valid."""
     decoder = json.JSONDecoder()
     lines = text.split("\n")

@@ -7,6 +7,7 @@ import json
 from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
 
 from console.app import LullApp
+from console.screens.rehearse import panel_text
 from console.prompts import prompt_items
 from ladder import PlaybackCompleted, PlaybackStarted
 from sessions.journal import read_journal
@@ -77,9 +78,9 @@ async def test_a_wait_request_shows_the_hold(tmp_path):
         await pilot.press(*"give me a moment", "enter")
         play_out(app, backend, clock)
         await pilot.pause()
-        ladder = str(app.screen.query_one("#ladder").render())
+        ladder = panel_text(app.screen.query_one("#ladder"))
         assert "state held" in ladder and "HOLD" in ladder
-        timers = str(app.screen.query_one("#timers").render())
+        timers = panel_text(app.screen.query_one("#timers"))
         assert "hold" in timers and "observed" in timers
         assert [p.kind for p in backend.spoken].count("acknowledgement") == 1
 
@@ -91,12 +92,12 @@ async def test_injected_failure_and_recovery_change_the_panels(tmp_path):
         await to_question(app, backend, clock, pilot)
         await pilot.press("f4")
         await pilot.pause()
-        assert "RECOVERY" in str(app.screen.query_one("#ladder").render())
-        assert "recovery" in str(app.screen.query_one("#timers").render())
+        assert "RECOVERY" in panel_text(app.screen.query_one("#ladder"))
+        assert "recovery" in panel_text(app.screen.query_one("#timers"))
         await pilot.press("f5")
         await pilot.pause()
         assert backend.spoken[-1].kind == "restate"
-        assert "RECOVERY" not in str(app.screen.query_one("#ladder").render())
+        assert "RECOVERY" not in panel_text(app.screen.query_one("#ladder"))
 
 
 @run_async
@@ -109,7 +110,7 @@ async def test_a_duplicate_timer_shows_as_rejected_with_its_reason(tmp_path):
         assert backend.spoken[-1].kind == "reminder"
         await pilot.press("f6")
         await pilot.pause()
-        timers = str(app.screen.query_one("#timers").render())
+        timers = panel_text(app.screen.query_one("#timers"))
         assert "✗ timer_fired" in timers and "duplicate_delivery" in timers
         assert [p.kind for p in backend.spoken].count("reminder") == 1
 
@@ -146,7 +147,7 @@ async def test_save_writes_a_valid_flow_and_an_invalid_edit_leaves_the_file_alon
         editor.select(next(i for i in editor.items if i.key == "ladder:alternative_route"))
         editor.query_one("#prompt-text").text = "I can transfer you to a person now."  # not available
         await pilot.pause()
-        assert "promises 'transfer to a person'" in str(editor.query_one("#prompt-lint").render())
+        assert "promises 'transfer to a person'" in panel_text(editor.query_one("#prompt-lint"))
         await pilot.press("f6")
         await pilot.pause()
         assert path.read_text() == original  # refused: the route is unavailable
@@ -193,14 +194,15 @@ async def test_the_incidents_screen_steps_and_judges(tmp_path):
         await pilot.press("f3")
         await pilot.pause()
         screen = app.screen
+        screen.choose(next(i for i in screen.incidents if i.name == "seven_waits"))
         steps_before = len(screen.run.records)
         await pilot.press("space")
         await pilot.pause()
         assert len(screen.run.records) > steps_before
-        assert "space steps" in str(screen.query_one("#incident-verdict").render())
+        assert "space steps" in panel_text(screen.query_one("#incident-verdict"))
         await pilot.press("f4")
         await pilot.pause()
-        assert "PASS" in str(screen.query_one("#incident-verdict").render())
+        assert "PASS" in panel_text(screen.query_one("#incident-verdict"))
 
 
 @run_async
@@ -242,13 +244,13 @@ async def test_the_sessions_screen_steps_through_a_recording_and_replays_it(tmp_
             await pilot.press("right")
         await pilot.pause()
         assert screen.cursor.index == 12
-        assert "input 12/" in str(screen.query_one("#session-timeline").render())
+        assert "input 12/" in panel_text(screen.query_one("#session-timeline"))
         await pilot.press("left")
         await pilot.pause()
         assert screen.cursor.index == 11
         await pilot.press("f6")  # replay under the flow as edited in this console
         await pilot.pause()
-        log = "\n".join(line.text for line in screen.query_one("#session-log").lines)
+        log = "\n".join(str(entry) for entry in screen.query_one("#session-log").entries)
         assert "not caller behaviour" in log
         # this console's flow has a quicker ladder than the recording's: episode 1 differs
         assert "episode 1: CHANGED" in log

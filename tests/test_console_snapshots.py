@@ -1,17 +1,24 @@
-"""Snapshots of the three console screens at a fixed terminal size, on fixed data.
+"""Snapshots of every console screen at the four terminal sizes, on fixed data.
 
-Regenerate after an intended change with: pytest tests/test_console_snapshots.py --snapshot-update
+80x24, 100x30, 120x36 and 160x48; a hand-driven clock and a silent backend, so nothing
+drawn depends on real time. Regenerate after an intended change with:
+pytest tests/test_console_snapshots.py --snapshot-update
 """
 
+import json
+from pathlib import Path
+
+import pytest
 from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
 
 from console.app import LullApp
 from ladder import PlaybackCompleted, PlaybackStarted
 
-SIZE = (140, 48)
+SIZES = [(80, 24), (100, 30), (120, 36), (160, 48)]
+SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 
 
-def make_app():
+def make_app(tmp_path=None):
     data = quick_flow_data()
     clock = Clock()
     backend = SilentBackend()
@@ -21,6 +28,7 @@ def make_app():
         backend=backend,
         clock=clock,
         notice="Text backend: type the caller's turns below.",
+        recordings_dir=(tmp_path / "recordings") if tmp_path else None,
     )
     return app, backend, clock
 
@@ -41,9 +49,30 @@ def drive_to_hold(app, backend, clock):
         play_new()
     backend.say("give me a moment")
     play_new()
+    clock.advance(0.3)  # part of the hold has run: the budget bar shows it
 
 
-def test_rehearse_screen(snap_compare):
+def recording(tmp_path: Path) -> Path:
+    """A recorded session with its wall-clock fields fixed (they would differ per run)."""
+    from sessions.scenarios import load_scenario, run_scenario
+
+    scenario = Path(__file__).parent / "scenarios" / "default_hold_then_answer.json"
+    folder = tmp_path / "recordings" / "take1"
+    run_scenario(load_scenario(scenario), scenario, record_to=folder)
+    journal = folder / "journal.jsonl"
+    lines = []
+    for line in journal.read_text().splitlines():
+        record = json.loads(line)
+        for key in ("created", "wall"):
+            if key in record:
+                record[key] = "2026-01-01T00:00:00+00:00"
+        lines.append(json.dumps(record))
+    journal.write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_rehearse_screen(snap_compare, size):
     app, backend, clock = make_app()
 
     async def run_before(pilot):
@@ -53,10 +82,11 @@ def test_rehearse_screen(snap_compare):
         app.screen.refresh_panels()
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_editor_screen(snap_compare):
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_editor_screen(snap_compare, size):
     app, backend, clock = make_app()
 
     async def run_before(pilot):
@@ -68,18 +98,50 @@ def test_editor_screen(snap_compare):
         editor.query_one("#prompt-text").text = "I can transfer you to a person, or we can carry on without it."
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-def test_incidents_screen(snap_compare):
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_incidents_screen(snap_compare, size):
     app, backend, clock = make_app()
 
     async def run_before(pilot):
         await pilot.pause()
         await pilot.press("f3")
         await pilot.pause()
+        screen = app.screen
+        screen.choose(next(i for i in screen.incidents if i.name == "seven_waits"))
         for _ in range(6):
             await pilot.press("space")
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_sessions_screen(snap_compare, size, tmp_path):
+    folder = recording(tmp_path)
+    app, backend, clock = make_app(tmp_path)
+
+    async def run_before(pilot):
+        await pilot.pause()
+        await pilot.press("f12")
+        await pilot.pause()
+        screen = app.screen
+        screen.open(folder)
+        screen.action_step(14)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_help_screen(snap_compare, size):
+    app, backend, clock = make_app()
+
+    async def run_before(pilot):
+        await pilot.pause()
+        await pilot.press("f1")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -7,9 +7,9 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, ListItem, ListView, RichLog, Static
+from textual.widgets import Footer, Header, Label, ListItem, ListView, Static
 
 from sessions.incidents import (
     Incident,
@@ -21,17 +21,18 @@ from sessions.incidents import (
 )
 
 from ..describe import describe, seconds
-from ..widgets import LadderPanel, PromptLane, TimerLane
+from ..widgets import LadderPanel, PromptLane, TimerLane, WrappingLog
 
 
 class IncidentsScreen(Screen):
     BINDINGS = [
+        Binding("question_mark", "app.help", "Help", id="help", key_display="?"),
         Binding("f1", "app.switch_mode('rehearse')", "Rehearse", id="rehearse"),
-        Binding("f2", "app.switch_mode('editor')", "Edit prompts", id="editor"),
+        Binding("f2", "app.switch_mode('editor')", "Prompts", id="editor"),
         Binding("space", "step", "Step", id="step"),
         Binding("f4", "run_all", "Run to the end", id="run_all"),
         Binding("backspace", "restart", "Restart", id="restart"),
-        Binding("f9", "save_live", "Save live call as incident", id="save_live"),
+        Binding("f9", "save_live", "Save live call", id="save_live"),
     ]
 
     def __init__(self, **kwargs) -> None:
@@ -42,21 +43,21 @@ class IncidentsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="incident-main"):
             with Vertical(id="incident-side"):
                 yield ListView(id="incident-list")
-                yield Static(id="incident-about", classes="panel")
-            with Vertical(id="incident-state"):
-                yield Static(id="incident-verdict", classes="panel")
+                yield Static(id="incident-about", classes="panel", markup=False)
+            with VerticalScroll(id="incident-state"):
+                yield Static(id="incident-verdict", classes="panel", markup=False)
                 yield LadderPanel(id="inc-ladder", classes="panel")
                 yield TimerLane(id="inc-timers", classes="panel")
                 yield PromptLane(id="inc-prompts", classes="panel")
-                yield RichLog(id="incident-log", wrap=True)
-        yield Footer()
+                yield WrappingLog(id="incident-log")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         for wid, title in (
-            ("#incident-list", "incidents"), ("#incident-about", "schedule / expected / prohibited"),
+            ("#incident-list", "incidents"), ("#incident-about", "about"),
             ("#incident-verdict", "verdict"), ("#inc-ladder", "silence ladder"), ("#inc-timers", "timer lane"),
             ("#inc-prompts", "prompt lane"), ("#incident-log", "steps"),
         ):
@@ -74,7 +75,7 @@ class IncidentsScreen(Screen):
         view = self.query_one("#incident-list", ListView)
         view.clear()
         for incident in self.incidents:
-            view.append(ListItem(Label(incident.name)))
+            view.append(ListItem(Label(incident.name, markup=False)))
         for problem in self.problems:
             self.notify(problem, severity="error", timeout=10)
         if self.incidents:
@@ -82,7 +83,7 @@ class IncidentsScreen(Screen):
 
     def choose(self, incident: Incident) -> None:
         self.run = VirtualRun(incident)
-        self.query_one("#incident-log", RichLog).clear()
+        self.query_one("#incident-log", WrappingLog).replace([])
         about = Text()
         about.append(f"{incident.title}\n", style="bold")
         if incident.source:
@@ -134,7 +135,7 @@ class IncidentsScreen(Screen):
         self.query_one(TimerLane).note(record)
         text = describe(record)
         if text is not None:
-            self.query_one("#incident-log", RichLog).write(f"[{seconds(self.run.now):>7}] {text}")
+            self.query_one("#incident-log", WrappingLog).add_text(f"[{seconds(self.run.now):>7}] {text}")
 
     def show(self) -> None:
         run = self.run
@@ -142,10 +143,11 @@ class IncidentsScreen(Screen):
             return
         snapshot = run.controller.snapshot()
         self.query_one(LadderPanel).show(snapshot, run.controller.policy, run.now)
-        self.query_one(TimerLane).show(snapshot, run.now)
-        self.query_one(PromptLane).show(snapshot)
+        done = run.done()
+        self.query_one(TimerLane).show(snapshot, run.now, ended=done)
+        self.query_one(PromptLane).show(snapshot, ended=done)
         verdict = Text()
-        if run.done():
+        if done:
             outcome = judge(run)
             verdict.append(f" {outcome.verdict} ", style="black on green" if outcome.passed else "white on red")
             for failure in outcome.failures:

@@ -7,20 +7,21 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, ListItem, ListView, RichLog, Static
+from textual.widgets import Footer, Header, Label, ListItem, ListView, Static
 
 from sessions.journal import JournalError, read_journal
 from sessions.replay import ReplayError
 from sessions.step import Cursor
 
-from ..describe import describe, seconds
-from ..widgets import LadderPanel, PromptLane, TimerLane
+from ..describe import describe, describe_input, seconds
+from ..widgets import LadderPanel, PromptLane, Timeline, TimerLane, WrappingLog
 
 
 class SessionsScreen(Screen):
     BINDINGS = [
+        Binding("question_mark", "app.help", "Help", id="help", key_display="?"),
         Binding("f1", "app.switch_mode('rehearse')", "Rehearse", id="rehearse"),
         Binding("f2", "app.switch_mode('editor')", "Prompts", id="editor"),
         Binding("f3", "app.switch_mode('incidents')", "Incidents", id="incidents"),
@@ -29,7 +30,7 @@ class SessionsScreen(Screen):
         Binding("pagedown", "step(10)", "+10", id="jump_forward"),
         Binding("pageup", "step(-10)", "-10", id="jump_back"),
         Binding("f5", "play", "Play audio", id="play_audio"),
-        Binding("f6", "paired", "Replay under edited flow", id="paired"),
+        Binding("f6", "paired", "Replay edited", id="paired"),
     ]
 
     def __init__(self, **kwargs) -> None:
@@ -39,22 +40,24 @@ class SessionsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="session-main"):
             with Vertical(id="session-side"):
                 yield ListView(id="session-list")
-                yield Static(id="session-about", classes="panel")
-            with Vertical(id="session-state"):
-                yield Static(id="session-timeline", classes="panel")
+                yield Static(id="session-about", classes="panel", markup=False)
+            with VerticalScroll(id="session-state"):
+                yield Static(id="session-timeline", classes="panel", markup=False)
+                yield Timeline(id="ses-picture", classes="panel")
                 yield LadderPanel(id="ses-ladder", classes="panel")
                 yield TimerLane(id="ses-timers", classes="panel")
                 yield PromptLane(id="ses-prompts", classes="panel")
-                yield RichLog(id="session-log", wrap=True)
-        yield Footer()
+                yield WrappingLog(id="session-log")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         for wid, title in (
-            ("#session-list", f"recordings in {self.app.recordings_dir}"), ("#session-about", "session"),
-            ("#session-timeline", "timeline"), ("#ses-ladder", "silence ladder at the cursor"),
+            ("#session-list", "recordings"), ("#session-about", "session"),
+            ("#session-timeline", "position"), ("#ses-picture", "timeline at the cursor"),
+            ("#ses-ladder", "silence ladder at the cursor"),
             ("#ses-timers", "timer lane"), ("#ses-prompts", "prompt lane"), ("#session-log", "at the cursor"),
         ):
             self.query_one(wid).border_title = title
@@ -66,7 +69,7 @@ class SessionsScreen(Screen):
         view = self.query_one("#session-list", ListView)
         view.clear()
         for folder in self.folders:
-            view.append(ListItem(Label(self._label(folder))))
+            view.append(ListItem(Label(self._label(folder), markup=False)))
         if not self.folders:
             self.query_one("#session-about", Static).update(
                 f"No recordings in {root} yet. Record one with `lull rehearse --journal {root}/take1`."
@@ -110,7 +113,7 @@ class SessionsScreen(Screen):
         cursor = self.cursor
         assert cursor is not None
         total = len(cursor)
-        width = 50
+        width = 30
         filled = round(position.index / total * width) if total else 0
         end = cursor.inputs[-1]["t_ms"] if cursor.inputs else 0
         self.query_one("#session-timeline", Static).update(
@@ -125,14 +128,25 @@ class SessionsScreen(Screen):
         timers.rejected = [d for d in position.decisions if d.get("kind") in ("stale_rejected", "rejected")]
         timers.show(ladder_state, position.t_ms)
         self.query_one(PromptLane).show(ladder_state)
-        log = self.query_one("#session-log", RichLog)
-        log.clear()
+        self.show_picture(position.t_ms)
+        lines = []
         if position.event is not None:
-            log.write(f"input: {position.event}")
+            lines.append(f"input: {describe_input(position.event)}")
         for decision in position.decisions:
             text = describe({"effect": "Trace", **decision, **(decision.get("detail") or {})} if "effect" not in decision else decision)
             if text:
-                log.write(f"  {text}")
+                lines.append(f"  {text}")
+        self.query_one("#session-log", WrappingLog).replace(lines)
+
+    def show_picture(self, t_ms: float) -> None:
+        """The timeline of the recording up to the cursor, the cursor marked."""
+        picture = self.query_one(Timeline)
+        picture.reset()
+        for record in self.cursor.journal.records:
+            if record.get("t_ms", 0.0) > t_ms:
+                break
+            picture.add(record.get("t_ms", 0.0), record)
+        picture.show(t_ms, cursor=t_ms)
 
     def action_play(self) -> None:
         cursor = self.cursor
@@ -159,11 +173,35 @@ class SessionsScreen(Screen):
         except Exception as exc:  # a recording of another flow may not fit: say so
             self.notify(f"paired replay failed: {exc}", severity="error")
             return
-        log = self.query_one("#session-log", RichLog)
-        log.clear()
-        log.write(report.caveat)
+        words = self._wording_changes(cursor)
+        lines = [report.caveat]
         for diff in report.episodes:
-            log.write(f"episode {diff.episode}: {'CHANGED' if diff.changed else 'same'}")
-            log.write(f"  recorded: {diff.before.line() if diff.before else '-'}")
-            log.write(f"  edited:   {diff.after.line() if diff.after else '-'}")
-        log.write(f"session outcome: recorded {report.session_outcome[0]}, edited {report.session_outcome[1]}")
+            said = self._said_in_episode(cursor, diff.episode)
+            changed_words = [w for w in words if w[1] in said]
+            verdict = "CHANGED" if diff.changed else ("CHANGED (wording)" if changed_words else "same")
+            lines.append(f"episode {diff.episode}: {verdict}")
+            lines.append(f"  recorded: {diff.before.line() if diff.before else '-'}")
+            lines.append(f"  edited:   {diff.after.line() if diff.after else '-'}")
+            for label, old, new in changed_words:
+                lines.append(f"  {label}: “{old}” → “{new}”")
+        lines.append(f"session outcome: recorded {report.session_outcome[0]}, edited {report.session_outcome[1]}")
+        self.query_one("#session-log", WrappingLog).replace(lines)
+
+    def _wording_changes(self, cursor) -> list[tuple[str, str, str]]:
+        from ..prompts import compile_document, wording_changes
+
+        document = cursor.journal.header.get("flow_document")
+        recorded = compile_document(document, "the recording's flow") if isinstance(document, dict) else None
+        if recorded is None:
+            return []
+        said = [r.get("text") for r in cursor.journal.records if r.get("effect") == "RequestPrompt"]
+        return wording_changes(recorded, self.app.session.runtime.flow, said)
+
+    def _said_in_episode(self, cursor, episode: int) -> set[str]:
+        said, current = set(), None
+        for record in cursor.journal.records:
+            if record.get("kind") == "episode_started":
+                current = record.get("episode")
+            elif record.get("effect") == "RequestPrompt" and current == episode:
+                said.add(record.get("text"))
+        return said

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from ladder.policy import LadderPolicy
+
+from .panel import Panel
 
 BADGES = {
     "held": ("HOLD", "black on yellow"),
@@ -17,41 +18,80 @@ BADGES = {
 }
 
 
-def bar(fraction: float, width: int = 24) -> str:
+def bar(fraction: float, width: int = 20) -> str:
     fraction = min(max(fraction, 0.0), 1.0)
     filled = round(fraction * width)
     return "█" * filled + "░" * (width - filled)
 
 
-class LadderPanel(Static):
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary (never mid-word), with "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit + 1].rsplit(" ", 1)[0].rstrip(" ,.;:")
+    return (cut or text[:limit]) + "…"
+
+
+def hold_used_ms(snapshot: dict, now: float) -> float:
+    """The hold budget used so far, counting a hold that is still running.
+
+    The core adds a hold's time to `hold_used_ms` when the hold ends; the hold timer is
+    armed when the hold (re)starts, so the running part is now - armed_at, up to its due.
+    """
+    episode = snapshot.get("episode") or {}
+    used = float(episode.get("hold_used_ms") or 0.0)
+    timer = snapshot.get("timers", {}).get("hold")
+    if timer is not None and episode.get("held"):
+        used += max(0.0, min(now, timer["due"]) - timer["armed_at"])
+    return used
+
+
+def amount(used_ms: float, total_ms: float) -> str:
+    """"12/90s": whole seconds (the panel redraws once a second), tenths for short bounds."""
+    digits = 1 if total_ms < 10_000 else 0
+    return f"{used_ms / 1000:.{digits}f}/{total_ms / 1000:g}s"
+
+
+class LadderPanel(Panel):
     """Rendered from a controller snapshot; knows nothing of where it came from."""
 
     def show(self, snapshot: dict, policy: LadderPolicy, now: float) -> None:
-        text = Text()
-        state = snapshot["state"]
-        text.append("state ", style="dim")
-        text.append(f"{state}", style="bold")
-        badge = BADGES.get(state)
-        if badge:
-            text.append("  ")
-            text.append(f" {badge[0]} ", style=badge[1])
-        text.append("\n")
-        episode = snapshot.get("episode")
-        current = episode["stage_index"] if episode and episode["outcome"] is None else None
-        for i, stage in enumerate(policy.stages):
-            lit = i == current
-            marker = "▶ " if lit else "  "
-            prompt = f" “{stage.prompt[:38]}…”" if stage.prompt and len(stage.prompt) > 38 else (f" “{stage.prompt}”" if stage.prompt else "")
-            style = "bold reverse" if lit else ("dim" if current is not None and i < current else "")
-            text.append(f"{marker}{i + 1}. {stage.name} ({stage.wait_ms / 1000:g}s){prompt}\n", style=style)
-        if episode is not None:
-            used = episode["hold_used_ms"]
-            text.append(f"hold budget {bar(used / policy.hold_budget_ms)} {used / 1000:.1f}/{policy.hold_budget_ms / 1000:g}s\n")
-            if episode["outcome"] is None:
-                elapsed = now - episode["started_at"]
-                text.append(f"episode     {bar(elapsed / policy.episode_ms)} {elapsed / 1000:.1f}/{policy.episode_ms / 1000:g}s")
-            else:
-                text.append(f"episode {episode['id']} ended: {episode['outcome']}", style="bold")
+        self.set_content(ladder_text(snapshot, policy, now))
+
+
+def ladder_text(snapshot: dict, policy: LadderPolicy, now: float) -> Text:
+    text = Text()
+    state = snapshot["state"]
+    text.append("state ", style="dim")
+    text.append(f"{state}", style="bold")
+    badge = BADGES.get(state)
+    if badge:
+        text.append("  ")
+        text.append(f" {badge[0]} ", style=badge[1])
+    text.append("\n")
+    episode = snapshot.get("episode")
+    current = episode["stage_index"] if episode and episode["outcome"] is None else None
+    holding = state == "held" or bool(episode and episode.get("held") and "hold" in snapshot.get("timers", {}))
+    for i, stage in enumerate(policy.stages):
+        here = i == current
+        prompt = f" “{shorten(stage.prompt, 34)}”" if stage.prompt else ""
+        if here and holding:
+            marker, style = "⏸ ", "bold"  # the ladder waits on the hold: no stage is running
+        elif here:
+            marker, style = "▶ ", "bold reverse"
         else:
-            text.append("no pending question", style="dim")
-        self.update(text)
+            marker, style = "  ", "dim" if current is not None and i < current else ""
+        text.append(f"{marker}{i + 1}. {stage.name} ({stage.wait_ms / 1000:g}s){prompt}\n", style=style)
+    if holding and current is not None:
+        text.append("⏸ on hold: the ladder resumes here when the hold ends\n", style="black on yellow")
+    if episode is not None:
+        used = hold_used_ms(snapshot, now)
+        text.append(f"hold    {bar(used / policy.hold_budget_ms)} {amount(used, policy.hold_budget_ms)}\n")
+        if episode["outcome"] is None:
+            elapsed = max(0.0, now - episode["started_at"])
+            text.append(f"episode {bar(elapsed / policy.episode_ms)} {amount(elapsed, policy.episode_ms)}")
+        else:
+            text.append(f"episode {episode['id']} ended: {episode['outcome']}", style="bold")
+    else:
+        text.append("no pending question", style="dim")
+    return text

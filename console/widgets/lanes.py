@@ -1,9 +1,17 @@
-"""The timer lane (armed windows, countdowns, rejected callbacks) and the prompt lane."""
+"""The timer lane (armed windows, countdowns, rejected callbacks) and the prompt lane.
+
+Both are tables that wrap at word boundaries in whatever width the panel has, and both
+redraw only when what they show changed (countdowns move once a second).
+"""
 
 from __future__ import annotations
 
+import math
+
+from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
+
+from .panel import Panel
 
 STATUS_STYLE = {
     "requested": "yellow",
@@ -15,7 +23,32 @@ STATUS_STYLE = {
 }
 
 
-class TimerLane(Static):
+def countdown(left_ms: float) -> str:
+    """Whole seconds, rounded up: what is left until the timer fires."""
+    return f"{max(0, math.ceil(left_ms / 1000 - 1e-9))}s"
+
+
+def _grid(*columns: str) -> Table:  # noqa: D103
+    table = Table.grid(padding=(0, 1))
+    for name in columns:
+        table.add_column(name, overflow="fold")  # wrap at words; fold only a word wider than the panel
+    return table
+
+
+def timer_lines(snapshot: dict, now: float, rejected: list[dict], ended: bool = False) -> tuple[list[tuple], list[str]]:
+    rows = []
+    for kind, timer in sorted(snapshot["timers"].items(), key=lambda kv: kv[1]["due"]):
+        when = f"due {timer['due'] / 1000:.1f}s" if ended else countdown(timer["due"] - now)
+        rows.append((kind, f"gen {timer['generation']}", when, f"from {timer['origin']}", timer["origin"] == "estimated"))
+    rejects = []
+    for record in rejected:
+        what = record.get("event", "?")
+        ident = record.get("generation") if record.get("generation") is not None else record.get("token")
+        rejects.append(f"✗ {what} {ident}: {record['reason']}")
+    return rows, rejects
+
+
+class TimerLane(Panel):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rejected: list[dict] = []
@@ -24,34 +57,57 @@ class TimerLane(Static):
         if record.get("effect") == "Trace" and record.get("kind") in ("stale_rejected", "rejected"):
             self.rejected = (self.rejected + [record])[-4:]
 
-    def show(self, snapshot: dict, now: float) -> None:
-        text = Text()
-        timers = snapshot["timers"]
-        if not timers:
-            text.append("no timer armed\n", style="dim")
-        for kind, timer in sorted(timers.items(), key=lambda kv: kv[1]["due"]):
-            left = (timer["due"] - now) / 1000
-            origin = timer["origin"]
-            style = "yellow" if origin == "estimated" else ""
-            text.append(f"{kind:<17} gen {timer['generation']:<4} {origin:<22} ", style=style)
-            text.append(f"{left:6.1f}s\n", style="bold" if left < 2 else "")
-        for record in self.rejected:
-            what = record.get("event", "?")
-            ident = record.get("generation") if record.get("generation") is not None else record.get("token")
-            text.append(f"✗ {what} {ident}: {record['reason']}\n", style="red")
-        self.update(text)
+    def show(self, snapshot: dict, now: float, ended: bool = False) -> None:
+        """`ended`: the run is over, so timers still armed are shown with their due time,
+        not a countdown that would never reach zero."""
+        rows, rejects = timer_lines(snapshot, now, self.rejected, ended)
+        key = (tuple(rows), tuple(rejects), ended)
+        if key == self._shown:
+            return
+        parts = []
+        if not rows:
+            parts.append(Text("no timer armed", style="dim"))
+        else:
+            if ended:
+                parts.append(Text("the run ended with these still armed (they never fire):", style="dim"))
+            table = _grid("timer", "gen", "left", "origin")
+            for kind, gen, when, origin, estimated in rows:
+                style = "yellow" if estimated else ""
+                table.add_row(Text(kind, style=style), gen, Text(when, style="bold"), Text(origin, style=style))
+            parts.append(table)
+        for line in rejects:
+            parts.append(Text(line, style="red"))
+        from rich.console import Group
+
+        self.set_content(Group(*parts), key=key)
 
 
-class PromptLane(Static):
-    def show(self, snapshot: dict) -> None:
-        text = Text()
-        prompts = snapshot["prompts"][-8:]
-        if not prompts:
-            text.append("no prompt yet", style="dim")
-        for p in prompts:
-            status = p["status"]
-            est = " (completion estimated)" if p["completion_estimated"] else ""
-            stage = f" {p['stage']}" if p["stage"] else ""
-            text.append(f"#{p['token']:<3} {p['kind']:<15}{stage:<18} ")
-            text.append(f"{status}{est}\n", style=STATUS_STYLE.get(status, ""))
-        self.update(text)
+def prompt_status(prompt: dict, ended: bool) -> tuple[str, str]:
+    """A prompt's lifecycle in words, and its style. A prompt whose completion was never
+    reported ends on the estimate: it is shown as finished, and as an estimate."""
+    status = prompt["status"]
+    if prompt["completion_estimated"] and status in ("started", "requested"):
+        return "completed (estimated: no report from the endpoint)", "yellow"
+    if prompt["completion_estimated"] and status == "completed":
+        return "completed (estimated; the report came late)", "green"
+    if ended and status in ("requested", "started"):
+        return f"{status}, never completed (the call ended)", "dim"
+    return status, STATUS_STYLE.get(status, "")
+
+
+class PromptLane(Panel):
+    def show(self, snapshot: dict, ended: bool = False, newest: int = 8) -> None:
+        prompts = snapshot["prompts"][-newest:]
+        rows = tuple(
+            (f"#{p['token']}", p["kind"], p["stage"] or "", *prompt_status(p, ended or snapshot.get("state") == "closed"))
+            for p in prompts
+        )
+        if rows == self._shown:
+            return
+        if not rows:
+            self.set_content(Text("no prompt yet", style="dim"), key=rows)
+            return
+        table = _grid("token", "kind", "stage", "status")
+        for token, kind, stage, status, style in rows:
+            table.add_row(token, kind, stage, Text(status, style=style))
+        self.set_content(table, key=rows)

@@ -1,52 +1,137 @@
-"""The transcript and the filterable event log."""
+"""The transcript and the filterable event log: text that wraps at the panel's width.
+
+A `RichLog` lays text out once, when it is written, at `min_width` (78) or wider, so a
+line in a narrower panel loses its middle and a resize never re-wraps it. `WrappingLog`
+keeps what was written and lays it out again at the panel's own width whenever that
+width changes: every word stays on screen at every terminal size.
+"""
 
 from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, RichLog
+from textual.events import Resize
+from textual.message import Message
+from textual.widgets import Input, OptionList, RichLog
+from textual.widgets.option_list import Option
 
 from ..describe import describe, seconds
 
+MAX_ENTRIES = 2000
 
-class Transcript(RichLog):
+
+class WrappingLog(RichLog):
+    """A log of rich Text entries (never parsed as markup), wrapped at its own width."""
+
+    def __init__(self, *, max_entries: int = MAX_ENTRIES, **kwargs) -> None:
+        kwargs.setdefault("wrap", True)
+        super().__init__(markup=False, highlight=False, min_width=1, **kwargs)
+        self.entries: deque[Text] = deque(maxlen=max_entries)
+        self._layout_width = 0
+
+    def add_text(self, text: Text | str) -> None:
+        entry = text if isinstance(text, Text) else Text(text)
+        self.entries.append(entry)
+        if self._layout_width:
+            self.write(entry, width=self._layout_width)
+            if len(self.lines) > 4 * len(self.entries) + 200:  # old entries fell off: lay out again
+                self._relayout(self._layout_width)
+
+    def replace(self, entries) -> None:
+        """Show exactly these entries (the event log's filter)."""
+        self.entries.clear()
+        self.entries.extend(e if isinstance(e, Text) else Text(e) for e in entries)
+        if self._layout_width:
+            self._relayout(self._layout_width)
+
+    def text_lines(self) -> list[str]:
+        """What is shown, one string per screen line (tests read this)."""
+        return [strip.text.rstrip() for strip in self.lines]
+
+    def on_resize(self, event: Resize) -> None:
+        width = max(1, self.scrollable_content_region.width)
+        if event.size.width and width != self._layout_width:
+            self._relayout(width)
+
+    def _relayout(self, width: int) -> None:
+        self._layout_width = width
+        super().clear()
+        for entry in self.entries:
+            self.write(entry, width=width)
+
+
+class Transcript(WrappingLog):
     def add(self, who: str, text: str, detail: str = "") -> None:
         line = Text()
         line.append(f"{who:>6} ", style="bold cyan" if who == "agent" else "bold green")
         line.append(text)
         if detail:
             line.append(f"  {detail}", style="dim")
-        self.write(line)
+        self.add_text(line)
 
 
 class EventLog(Vertical):
-    """Every record in plain words; the filter keeps lines containing its text."""
+    """Every record in plain words; the filter keeps lines containing its text. A line
+    can be chosen (enter or click) to see why the ladder made that move."""
+
+    @dataclass
+    class Chosen(Message):
+        now: float
+        record: dict
+        index: int  # the record's place in the call history (absolute)
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.lines: list[str] = []
+        # (serial, line, now, record, history index)
+        self.lines: deque[tuple[int, str, float, dict, int]] = deque(maxlen=MAX_ENTRIES)
         self.filter = ""
+        self._serial = 0
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="filter the event log (e.g. REJECTED, hold, gen 7)", id="log-filter")
-        yield RichLog(id="log-lines", max_lines=2000)
+        yield Input(placeholder="filter (e.g. REJECTED, hold, gen 7)", id="log-filter")
+        yield OptionList(id="log-lines")
 
-    def add(self, now: float, record: dict, verbose: bool = False) -> None:
+    def add(self, now: float, record: dict, verbose: bool = False, index: int = -1) -> None:
         text = describe(record, verbose)
         if text is None:
             return
-        line = f"[{seconds(now):>6}] {text}"
-        self.lines.append(line)
+        self.add_line(f"[{seconds(now):>6}] {text}", now, record, index)
+
+    def add_line(self, line: str, now: float = 0.0, record: dict | None = None, index: int = -1) -> None:
+        self._serial += 1
+        entry = (self._serial, line, now, record or {}, index)
+        self.lines.append(entry)
         if self.filter.lower() in line.lower():
-            self.query_one("#log-lines", RichLog).write(line)
+            options = self.query_one("#log-lines", OptionList)
+            at_end = options.scroll_offset.y >= options.max_scroll_y - 1
+            options.add_option(Option(Text(line), id=f"e{entry[0]}"))
+            if options.option_count > MAX_ENTRIES:
+                options.remove_option_at_index(0)
+            if at_end:
+                options.scroll_end(animate=False, immediate=False)
+
+    def shown(self) -> list[str]:
+        options = self.query_one("#log-lines", OptionList)
+        return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "log-filter":
             return
+        event.stop()
         self.filter = event.value
-        log = self.query_one("#log-lines", RichLog)
-        log.clear()
-        for line in self.lines:
-            if self.filter.lower() in line.lower():
-                log.write(line)
+        wanted = self.filter.lower()
+        options = self.query_one("#log-lines", OptionList)
+        options.clear_options()
+        options.add_options(Option(Text(e[1]), id=f"e{e[0]}") for e in self.lines if wanted in e[1].lower())
+        options.scroll_end(animate=False, immediate=False)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        for serial, line, now, record, index in self.lines:
+            if f"e{serial}" == event.option.id:
+                self.post_message(self.Chosen(now, record, index))
+                return

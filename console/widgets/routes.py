@@ -12,6 +12,13 @@ from textual.widgets import Label, Switch
 from ladder.policy import Route
 
 
+class RouteSwitch(Switch):
+    """Toggled by a click or the command palette, never by typing: the caller's words
+    ("4 8 2 1") go to the caller box, and a space never flips a route by accident."""
+
+    can_focus = False
+
+
 class RoutesPanel(Vertical):
     @dataclass
     class Toggled(Message):
@@ -27,8 +34,9 @@ class RoutesPanel(Vertical):
     def compose(self) -> ComposeResult:
         for route in self.routes:
             with Horizontal(classes="route"):
-                yield Switch(value=route.available, id=f"route-{route.id}")
-                yield Label(self._label(route), id=f"route-label-{route.id}")
+                yield RouteSwitch(value=route.available, id=f"route-{route.id}")
+                # flow text and the [offered]/[TAKEN] marks are shown as they are, never as markup
+                yield Label(self._label(route), id=f"route-label-{route.id}", markup=False)
 
     def _label(self, route: Route) -> str:
         marks = []
@@ -48,6 +56,13 @@ class RoutesPanel(Vertical):
             return
         for route in self.routes:
             self.query_one(f"#route-label-{route.id}", Label).update(self._label(route))
+
+    def set_available(self, route: str, available: bool) -> None:
+        """Show a change made elsewhere (the palette) on the switch, without echoing it back."""
+        for switch in self.query(RouteSwitch):
+            if switch.id == f"route-{route}" and switch.value != available:
+                with switch.prevent(Switch.Changed):
+                    switch.value = available
 
     def on_switch_changed(self, event: Switch.Changed) -> None:
         event.stop()
