@@ -203,6 +203,7 @@ class FileBackend(VoiceBackend):
 
             self.echo = EchoCanceller(enabled=aec)
         self._feeder: asyncio.Task | None = None
+        self.fed_samples = 0  # caller samples heard so far (a test may append to caller_audio)
 
     async def start(self) -> None:
         await super().start()
@@ -227,7 +228,6 @@ class FileBackend(VoiceBackend):
         """512-sample frames at real-time pace, each handed over when its last sample has
         been "heard" (as a device's callback does); a faint noise floor after the file."""
         frame = 512
-        audio = self.caller_audio
         rng = np.random.default_rng(7)
         i = 0
         assert self.session is not None
@@ -237,7 +237,7 @@ class FileBackend(VoiceBackend):
             delay = (start + frame / VAD_RATE * 1000.0 - self.session.now_ms()) / 1000.0
             if delay > 0:
                 await asyncio.sleep(delay)
-            chunk = audio[i : i + frame]
+            chunk = self.caller_audio[i : i + frame]
             if len(chunk) < frame:
                 noise = (rng.standard_normal(frame - len(chunk)) * 1e-4).astype(np.float32)
                 chunk = np.concatenate([chunk, noise])
@@ -246,6 +246,7 @@ class FileBackend(VoiceBackend):
                 chunk = self.echo_path.mix(chunk, start)
             self.on_frames(chunk, start)
             i += frame
+            self.fed_samples = i
 
     async def close(self) -> None:
         if self._feeder is not None:
