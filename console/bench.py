@@ -65,7 +65,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def run_turn_bench(turns: int = 8) -> dict:
+def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
     from voices.stt import resample
 
     from .live import LiveSession
@@ -120,6 +120,10 @@ def run_turn_bench(turns: int = 8) -> dict:
 
         asyncio.run(run())
         timer_late = session.timer_lateness
+        if echo:  # the same turns through a simulated room echo, AEC off beside on
+            from .echo_bench import run_echo_path
+
+            echo_path = run_echo_path(models, wav, lambda: _flow(turns), timeout_s=t + 30)
 
     latencies = [lat.as_dict() for lat in backend.latencies]
     # the same work, each model on its own
@@ -163,6 +167,10 @@ def run_turn_bench(turns: int = 8) -> dict:
         "overhead_ratio_le_1.15": result["overhead_ratio"] is not None and result["overhead_ratio"] <= 1.15,
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
+    if echo:
+        result["echo_path"] = echo_path
+        cost = echo_path["canceller_cost_per_10ms_frame"]
+        result["targets"]["canceller_under_1ms_per_10ms_frame_p99"] = cost["p99_ms"] < 1.0
     return result
 
 

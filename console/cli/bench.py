@@ -19,6 +19,7 @@ app.add_typer(bench_app, name="bench")
 def bench_turn(
     turns: Annotated[int, typer.Option("--turns", help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
 ) -> None:
     """Caller turns through the file backend: latency per stage, raw model costs, ratio.
 
@@ -27,7 +28,7 @@ def bench_turn(
     from ..bench import run_turn_bench
 
     with err.status(f"running {turns} caller turns in real time…"):
-        result = run_turn_bench(turns)
+        result = run_turn_bench(turns, echo=echo)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -41,6 +42,16 @@ def bench_turn(
     busy = result["loop_lateness_ms"]["while_stt_runs"]
     table.add_row("loop timer lateness while whisper runs", _fmt(busy["median"]), f"{_fmt(busy['p90'])} (max {_fmt(busy['max'])})")
     out.print(table)
+    for label in ("aec_off", "aec_on") if "echo_path" in result else ():
+        run = result["echo_path"][label]
+        out.print(
+            f"echo path, {label.replace('_', ' ')}: end of speech -> first audio median {_fmt(run['eos_to_first_audio_ms']['median'])} ms "
+            f"over {run['turns_measured']} turns; prompts cut {run['prompts_cut']}; echo segments rejected {run['echo_segments_rejected']}; "
+            f"echo path {run.get('erl_db')} dB, canceller {run.get('erle_db')} dB"
+        )
+    if "echo_path" in result:
+        cost = result["echo_path"]["canceller_cost_per_10ms_frame"]
+        out.print(f"echo canceller per 10 ms frame: median {cost['median_ms']} ms, p99 {cost['p99_ms']} ms, max {cost['max_ms']} ms")
     out.print(f"framework overhead ratio (end of speech -> first audio, over raw whisper + piper first chunk): {result['overhead_ratio']}")
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
