@@ -99,6 +99,7 @@ class LiveSession:
         # inputs an edge produced while the effects of another input were executing (a
         # cancel that reports the interruption at once): fed after it, in order (S6)
         self._deferred: deque[tuple[float, Event]] = deque()
+        self._deferred_notes: deque[tuple[float, dict]] = deque()
         self._feeding = False
         self._last_now = 0.0
         backend.attach(self)
@@ -114,8 +115,14 @@ class LiveSession:
 
     def note(self, kind: str, data: dict) -> None:
         """Journal an observation (turn latency, media figures): not an input, not a
-        decision of the core, so replay leaves it out."""
-        self._record(self.now_ms(), "decision", {"effect": "Observation", "kind": kind, **data})
+        decision of the core, so replay leaves it out. One made while an input's effects
+        execute (a listener reacting to a decision) is written after that input's
+        decisions, so the journal's clock never goes back."""
+        record = {"effect": "Observation", "kind": kind, **data}
+        if self._feeding:
+            self._deferred_notes.append((self.now_ms(), record))
+        else:
+            self._record(max(self.now_ms(), self._last_now), "decision", record)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -197,6 +204,10 @@ class LiveSession:
         for effect in effects:
             self._record(now, "decision", effect.to_dict(), effect)
             self._execute(effect)
+        while self._deferred_notes:
+            at, record = self._deferred_notes.popleft()
+            self._last_now = max(at, self._last_now)
+            self._record(self._last_now, "decision", record)
         return effects
 
     def _on_timer(self) -> None:

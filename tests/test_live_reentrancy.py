@@ -121,3 +121,32 @@ def test_a_tool_that_never_answers_times_out_as_unknown_and_the_call_ends(tmp_pa
     results = [r for r in journal.inputs() if r["kind"] == "tool_result"]
     assert results and results[0]["event"]["outcome"] == "unknown"
     assert results[0]["event"]["result"] == {"timed_out_after_ms": 600}
+
+
+def test_an_observation_made_while_effects_execute_is_journaled_after_them(tmp_path):
+    # a listener that notes something about a decision (the masked-audio marker does)
+    # while time passes must not put a later time before the step's own decisions
+    clock = Clock()
+    backend = SilentBackend()
+    session = LiveSession(compile_data(quick_flow_data()), backend, clock=clock, journal_dir=tmp_path / "take")
+
+    def observe(now, kind, record):
+        if record.get("effect") == "RequestPrompt":
+            clock.t += 0.002  # the listener's work takes a moment
+            session.note("observed_prompt", {"token": record["token"]})
+
+    session.listeners.append(observe)
+
+    async def call():
+        await session.start()
+        for _ in range(3):
+            token = backend.spoken[-1].token
+            session.feed(PlaybackStarted(token))
+            clock.t += 0.5
+            session.feed(PlaybackCompleted(token))
+        await session.stop()
+
+    asyncio.run(call())
+    journal = assert_recorded_cleanly(tmp_path / "take")
+    assert not any("clock_behind_ms" in r for r in journal.records)
+    assert sum(1 for r in journal.records if r.get("kind") == "observed_prompt") == 3
