@@ -127,12 +127,11 @@ class RehearseScreen(Screen):
                 transcript.add("", f"→ {record['reason']} ({detail})")
         self.refresh_panels()
 
-    def on_call_restarted(self, message: CallRestarted) -> None:
-        old = self.query_one(RoutesPanel)
+    async def on_call_restarted(self, message: CallRestarted) -> None:
+        await self.query_one(RoutesPanel).remove()
         new = RoutesPanel(self.session.runtime.ladder.policy.routes, id="routes", classes="panel")
         new.border_title = "fallback routes"
-        self.query_one("#right").mount(new, after=old)
-        old.remove()
+        await self.query_one("#right").mount(new, before=self.query_one(WhyPanel))
         self.query_one(TimerLane).rejected = []
         self.query_one(Timeline).reset()
         self.query_one(EventLog).add_line(f"—— call {self.app.history.calls} (restarted, applied edits kept) ——")
