@@ -240,3 +240,16 @@ def test_simulate_refuses_a_record_folder_that_clashes_before_running(tmp_path):
     on_file = lull("simulate", str(scenario), "--record", str(a_file))
     assert on_file.returncode == 2 and "is a file" in on_file.stderr and "Traceback" not in on_file.stderr
     assert a_file.read_text() == "mine"
+
+
+def test_falling_back_to_text_does_not_tell_the_user_to_choose_text(monkeypatch):
+    from console.cli import rehearse
+    from voices import audio
+
+    def no_device(spec, kind):
+        raise audio.AudioUnavailable(f"no audio: no {kind} device; {audio.TEXT_BACKEND_HINT}")
+
+    monkeypatch.setattr(audio, "resolve_device", no_device)
+    chosen, notice = rehearse._choose_backend("auto", None, None)
+    assert chosen == "text" and "no input device" in notice
+    assert "--backend text" not in notice

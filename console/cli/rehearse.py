@@ -154,7 +154,7 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
     """The backend to use and, when it is not what was asked for, a notice saying why."""
     if backend in ("text", "file"):
         return backend, ("Text backend: type the caller's turns below." if backend == "text" else "")
-    from voices.audio import AudioUnavailable, resolve_device
+    from voices.audio import TEXT_BACKEND_HINT, AudioUnavailable, resolve_device
 
     try:
         resolve_device(input_device, "input")
@@ -162,7 +162,9 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
     except AudioUnavailable as exc:
         if backend == "audio":
             fail(str(exc))
-        return "text", f"Text backend: {exc}"
+        # already on the text backend: the hint to choose it would send the user in a circle
+        reason = str(exc).replace(f"; {TEXT_BACKEND_HINT}", "")
+        return "text", f"Text backend (no audio here): {reason}"
     return "audio", ""
 
 
