@@ -611,6 +611,16 @@ class Controller:
         self.episodes.append(self.episode)
         self._trace("episode_started", "question_asked", phase=event.phase)
         self._arm("deadline", self.now + self.policy.episode_ms, "episode_start")
+        if self.state is State.RECOVERING:
+            # the caller cannot be heard yet: the repair asks it (L9), never silently lost
+            self._trace("question_deferred", "recovering", question=event.question)
+            return
+        if self.state is State.TOOL_WAIT:
+            # asked now, listened for once the tool is done (L10)
+            self._request_prompt(
+                "question", event.text, on_complete=None, stage=self.current_stage, interruptible=event.interruptible
+            )
+            return
         self._request_prompt(
             "question",
             event.text,

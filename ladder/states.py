@@ -85,6 +85,10 @@ TRANSITIONS: dict[State, dict[str, str]] = {
     # while recovering, the caller cannot be heard reliably: turns are recorded only
     State.RECOVERING: {
         **_ANYTIME,
+        # output works even when input does not: statements play (a verbatim disclosure
+        # is never skipped) and a question is kept for the repair to ask
+        "announce": "_on_announce",
+        "ask_question": "_on_ask",
         "transport_failed": "_on_transport_failed",
         "turn_started": "_on_turn_while_unavailable",
         "turn_ended": "_on_turn_ended",
@@ -95,6 +99,8 @@ TRANSITIONS: dict[State, dict[str, str]] = {
     # a tool owns the delay: turns are remembered for the coordinator, not the ladder
     State.TOOL_WAIT: {
         **_ANYTIME,
+        "announce": "_on_announce",
+        "ask_question": "_on_ask",
         "tool_started": "_on_tool_started",
         "transport_failed": "_on_transport_failed",
         "turn_started": "_on_turn_while_unavailable",
