@@ -108,16 +108,16 @@ def estimate_ms(text: str, policy: LadderPolicy) -> float:
 
 
 def lint(item: PromptItem, text: str, flow: CompiledFlow, measured_ms: float | None = None) -> list[str]:
-    """Problems with this wording, in plain words (an empty list: none found)."""
-    problems = []
-    for route in flow.ladder.routes:
-        if not route.available and route.named_by(text):
-            problems.append(f"promises '{route.label}', which is not available")
-    lowered = " ".join(re.findall(r"[a-z']+", text.lower()))
-    for phrase in BLAMING:
-        if phrase in lowered:
-            problems.append(f"blames the caller (\u201c{phrase}\u201d)")
-            break
+    """Problems with this wording, in plain words (an empty list: none found).
+
+    Wording is judged by the flow's prompt lint (ladder.flow.lint, the rules `lull flow
+    check` applies), with the text in place in the flow.
+    """
+    from ladder.flow.lint import lint_wording
+
+    if item.kind != "ms":
+        return lint_wording(item.path, text, flow, wait_ms=item.wait_ms, measured_ms=measured_ms)
+    problems: list[str] = []
     if item.kind == "ms":
         try:
             value = parse_ms(text)
@@ -128,13 +128,6 @@ def lint(item: PromptItem, text: str, flow: CompiledFlow, measured_ms: float | N
                 length = estimate_ms(stage_item.text, flow.ladder)
                 if length > value:
                     problems.append(f"is shorter than its stage's prompt ({length / 1000:.1f}s estimated)")
-        return problems
-    if item.wait_ms is not None:
-        length = measured_ms if measured_ms is not None else estimate_ms(text, flow.ladder)
-        if length > item.wait_ms:
-            problems.append(f"lasts {length / 1000:.1f}s, longer than its stage's {item.wait_ms / 1000:g}s wait")
-    if not text.strip():
-        problems.append("is empty")
     return problems
 
 

@@ -47,7 +47,7 @@ from .events import (
     TurnInterpreted,
     TurnStarted,
 )
-from .policy import LadderPolicy
+from .policy import LadderPolicy, drop_placeholders, sentences
 from .states import (
     FINAL_PROMPT_STATUSES,
     TRANSITIONS,
@@ -95,6 +95,7 @@ class Controller:
         self._resume_after_tool: bool = False
         self._filler_played = False
         self._closing: Closing | None = None
+        self._route_switches: dict[str, bool] = {}  # route -> availability set during the call
         self._recovering_path: str | None = None
         self._effects: list[Effect] = []
 
@@ -400,6 +401,7 @@ class Controller:
     ) -> int:
         if on_complete is not None and self._boundary is not None:
             self._cancel_prompt(self._boundary, "superseded")
+        text = drop_placeholders(text)  # a placeholder nobody filled is never read aloud
         self._token += 1
         token = self._token
         estimate = max(1, len(text.split())) * self.policy.ms_per_word
@@ -525,19 +527,21 @@ class Controller:
             ep.stage_index += 1
         stage = self.policy.stages[ep.stage_index]
         self._trace("stage_advanced", reason, generation=generation, stage=stage.name)
+        # the wording as it may be spoken now: routes composed from those available
+        text, routes, left_out = self.policy.compose(stage) if stage.prompt else ("", (), ())
+        if left_out or (stage.prompt and len(sentences(text)) < len(sentences(stage.prompt))):
+            self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
+                        stage=stage.name, offered=list(routes), left_out=list(left_out))
         if stage.closes:
-            text = self.policy.close_pending if self.unresolved_or_running() else stage.prompt
+            text = self.policy.close_pending if self.unresolved_or_running() else (text or None)
             self._close("closed_incomplete", "ladder_exhausted", text, cancellable=True)
             return
-        if not stage.prompt:
+        if not text:
             self._arm_window("quiet_stage")
             return
-        routes = tuple(
-            r for r in stage.routes if (route := self.policy.route(r)) and route.available
-        )
         self._request_prompt(
             "reminder",
-            stage.prompt,
+            text,
             on_complete="window",
             stage=stage.name,
             routes=routes,
@@ -649,7 +653,14 @@ class Controller:
         )
 
     def use_policy(self, policy: LadderPolicy) -> None:
-        """Take another policy from the next question on (per-stage ladder overrides)."""
+        """Take another policy from the next question on (per-stage ladder overrides).
+
+        Routes switched on or off during the call (SetRouteAvailability) stay so: a new
+        question's policy does not bring a switched-off route back.
+        """
+        for route, available in self._route_switches.items():
+            if policy.route(route) is not None:
+                policy = policy.with_route_availability(route, available)
         self.policy = policy
         self.waits.max_records = policy.max_wait_records
 
@@ -748,8 +759,14 @@ class Controller:
         if cut.episode != self.episode.id:
             return False
         self._suspended = None
+        text, routes = cut.text, cut.routes
+        stage = next((s for s in self.policy.stages if s.name == cut.stage and s.prompt), None)
+        if stage is not None:  # composed again: a route may have been switched off since
+            text, routes, _ = self.policy.compose(stage)
+        if not text:
+            return False
         token = self._request_prompt(
-            "reminder", cut.text, on_complete="window", stage=cut.stage, routes=cut.routes, interruptible=cut.interruptible
+            "reminder", text, on_complete="window", stage=cut.stage, routes=routes, interruptible=cut.interruptible
         )
         self.prompts[token].noise_proof = True
         self._trace("reminder_restored", f"cut_by_{intent}", token=token, replaces=cut.token)
@@ -1244,6 +1261,7 @@ class Controller:
             self._stale("unknown_route", event)
             return
         self.policy = self.policy.with_route_availability(event.route, event.available)
+        self._route_switches[event.route] = event.available
         self._trace("route_availability", "available" if event.available else "unavailable", route=event.route)
 
     # -- closure (L11, L12) ------------------------------------------------------------

@@ -19,6 +19,31 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
+# `{name}`: a slot's value in flow wording, or `{routes}` in a ladder prompt
+PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_:\-]+)\}")
+ROUTES_PLACEHOLDER = "{routes}"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of `text` (split after . ! or ?), stripped, empty ones left out."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def join_offers(offers: list[str]) -> str:
+    """"a", "a, or b", "a, b, or c": offers are clauses, so each keeps its comma."""
+    if len(offers) <= 1:
+        return "".join(offers)
+    return ", ".join(offers[:-1]) + ", or " + offers[-1]
+
+
+def drop_placeholders(text: str) -> str:
+    """`text` without the sentences that still hold a `{placeholder}`: braces are never spoken."""
+    if not PLACEHOLDER.search(text):
+        return text
+    return " ".join(s for s in sentences(text) if not PLACEHOLDER.search(s))
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -30,6 +55,9 @@ class Stage(_Frozen):
     wait_ms: PositiveFloat  # how long to listen at this stage before advancing
     prompt: str | None = None  # said on entering the stage; None for a quiet wait
     routes: tuple[str, ...] = ()  # fallback routes this stage may offer
+    # route id -> how this stage offers it, when its wording differs from the route's
+    # own `offer` ("I can read the code out again" for "repeat" at a confirmation)
+    offers: dict[str, str] = {}
     interruptible: bool = True
     closes: bool = False  # the safe close: entering it ends the episode
 
@@ -46,6 +74,11 @@ class Route(_Frozen):
     action: Literal["end_episode", "restate"] = "end_episode"
     goto: str | None = None  # in a flow: the stage taking this route leads to
     mentions: tuple[str, ...] = ()  # wording that names this route (lint), besides label and id
+    # how a prompt offers it, as a clause: "I can repeat the question". A ladder
+    # prompt's `{routes}` is composed, when it is spoken, from the offers of the
+    # stage's routes that are available then ("we can carry on without it, or I can
+    # repeat the question"); with none available the sentence is left out.
+    offer: str = ""
 
     def named_by(self, text: str) -> bool:
         """Does `text` name this route (its label, its id's words, or a mention)?"""
@@ -95,15 +128,13 @@ def default_stages() -> tuple[Stage, ...]:
             name="gentle_check",
             wait_ms=10000,
             prompt="Take your time. Would you like more time, or shall I repeat the question?",
+            routes=("repeat",),
         ),
         Stage(
             name="alternative_route",
             wait_ms=10000,
-            prompt=(
-                "If the code isn't to hand, we can carry on without it, "
-                "or I can repeat the question."
-            ),
-            routes=("repeat", "continue_without_code"),
+            prompt="If the code isn't to hand, {routes}.",
+            routes=("continue_without_code", "repeat"),
         ),
         Stage(
             name="safe_close",
@@ -124,11 +155,13 @@ def default_routes() -> tuple[Route, ...]:
             label="repeat the question",
             promises="the question again",
             action="restate",
+            offer="I can repeat the question",
         ),
         Route(
             id="continue_without_code",
             label="continue without the code",
             promises="carry on without the reference code",
+            offer="we can carry on without it",
         ),
         Route(
             id="transfer",
@@ -136,8 +169,18 @@ def default_routes() -> tuple[Route, ...]:
             available=False,
             handoff=True,
             promises="a person joins the call",
+            offer="I can transfer you to a person",
         ),
     )
+
+
+# the policy's own wording besides its stages' prompts
+LADDER_TEXT_FIELDS = (
+    "acknowledgement", "filler", "reprompt", "route_unavailable", "routes_available",
+    "channel_recovery", "close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
+)
+# the texts that end a call
+CLOSE_TEXT_FIELDS = ("close_failed_input", "close_pending", "close_tool_failed", "close_deadline")
 
 
 class LadderPolicy(_Frozen):
@@ -203,6 +246,12 @@ class LadderPolicy(_Frozen):
                         f"stages[{i}] ({stage.name}): route {route!r} is not declared; "
                         f"declared routes: {sorted(routes)}"
                     )
+            for route in stage.offers:
+                if route not in stage.routes:
+                    raise ValueError(
+                        f"stages[{i}] ({stage.name}): offers wording for route {route!r}, "
+                        f"which the stage does not list in its routes {list(stage.routes)}"
+                    )
         missing = sorted(set(INTENTS) - set(self.reset))
         if missing:
             raise ValueError(f"reset: no rule for {missing}; every intent needs a row")
@@ -240,6 +289,42 @@ class LadderPolicy(_Frozen):
             for r in self.routes
         )
         return self.model_copy(update={"routes": routes})
+
+    def compose(self, stage: Stage) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """A ladder stage's prompt as it may be spoken now: (text, routes offered, routes left out).
+
+        `{routes}` becomes the offers of the stage's routes that are available now,
+        joined ("we can carry on without it, or I can repeat the question"); with none
+        the sentence holding it is left out. A sentence that names a route that is not
+        available now (Route.named_by) is left out, and so is one with a placeholder
+        nobody filled: the agent never promises a switched-off route or reads braces
+        aloud. The text may come out empty: the stage then waits quietly.
+        """
+        listed = [self.route(r) for r in stage.routes]
+        available = [r for r in listed if r is not None and r.available]
+        offers = [(r.id, stage.offers.get(r.id) or r.offer) for r in available]
+        offers = [(rid, text) for rid, text in offers if text]
+        unavailable = [r for r in self.routes if not r.available]
+        left_out = {r.id for r in listed if r is not None and not r.available}
+        kept = []
+        for sentence in sentences(stage.prompt or ""):
+            if ROUTES_PLACEHOLDER in sentence:
+                if not offers:
+                    continue
+                joined = join_offers([text for _, text in offers])
+                if sentence.startswith(ROUTES_PLACEHOLDER):
+                    joined = joined[:1].upper() + joined[1:]
+                sentence = sentence.replace(ROUTES_PLACEHOLDER, joined)
+            named = [r.id for r in unavailable if r.named_by(sentence)]
+            if named:
+                left_out.update(named)
+                continue
+            if PLACEHOLDER.search(sentence):
+                continue
+            kept.append(sentence)
+        composed = ROUTES_PLACEHOLDER in (stage.prompt or "")
+        offered = tuple(rid for rid, _ in offers) if composed else tuple(r.id for r in available)
+        return " ".join(kept), offered, tuple(sorted(left_out))
 
     @property
     def prompted_stages(self) -> int:

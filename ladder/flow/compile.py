@@ -37,6 +37,9 @@ class Diagnostic:
     path: Path
     message: str
     severity: Literal["error", "warning"] = "error"
+    # the wording a lint problem is about, when it is reported elsewhere (at the stage
+    # that inherits it); the prompt editor shows it beside that text
+    about: Path | None = field(default=None, compare=False)
 
     def where(self) -> str:
         out = ""
@@ -202,8 +205,8 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
             for index, sid in enumerate(layer.order):
                 stage = layer.stages[sid]
                 if stage.ladder:
-                    merged = {**spec.ladder, **stage.ladder}
                     path = (*layer.path, index, "ladder")
+                    merged = _stage_ladder(spec.ladder, stage.ladder, ladder, path, diags)
                     policy = _ladder_policy(merged, spec.routes, path, diags)
                     if policy is not None:
                         stage_policies[sid] = policy
@@ -226,7 +229,7 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
     if errors or ladder is None:
         raise FlowCompileError(diags)
     redact = frozenset(k for p in spec.policies if isinstance(p, RedactPolicy) for k in p.keys)
-    return CompiledFlow(
+    flow = CompiledFlow(
         spec=spec,
         main=main,
         overlays=overlays,
@@ -239,6 +242,13 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
         warnings=[d for d in diags if d.severity == "warning"],
         _stage_policies=stage_policies,
     )
+    from .lint import lint_flow  # the prompt lint: wording refused like any other error
+
+    wording = lint_flow(flow)
+    if any(d.severity == "error" for d in wording):
+        raise FlowCompileError(diags + wording)
+    flow.warnings.extend(wording)
+    return flow
 
 
 def _check_unique(spec: FlowSpec, diags: list[Diagnostic]) -> None:
@@ -532,19 +542,55 @@ def _ladder_policy(data: dict, routes: tuple[Route, ...], path: Path, diags: lis
         return None
 
 
+def _stage_ladder(flow_ladder: dict, own: dict, base: LadderPolicy, path: Path, diags: list[Diagnostic]) -> dict:
+    """A stage's ladder document: the flow's, with the stage's overrides.
+
+    Besides any LadderPolicy field, a stage's ladder may give `prompts`: wording for
+    this question by ladder stage name, a string or {"prompt", "routes", "offers"},
+    laid over the flow's stages (their waits stay the flow's). A name the flow's
+    ladder does not have is a warning: that wording is never used.
+    """
+    merged = {**flow_ladder, **own}
+    prompts = merged.pop("prompts", None)
+    if prompts is None:
+        return merged
+    if not isinstance(prompts, dict):
+        diags.append(Diagnostic((*path, "prompts"), "expected an object: ladder stage name -> wording"))
+        return merged
+    stages = merged.get("stages")
+    if not isinstance(stages, list):
+        stages = [s.model_dump(mode="json") for s in base.stages]
+    stages = [dict(s) if isinstance(s, dict) else s for s in stages]
+    by_name = {s.get("name"): s for s in stages if isinstance(s, dict)}
+    for name, wording in prompts.items():
+        target = by_name.get(name)
+        if target is None:
+            diags.append(
+                Diagnostic(
+                    (*path, "prompts", name),
+                    f"the ladder has no stage {name!r} (it has {', '.join(repr(n) for n in by_name)}), so this wording is never spoken",
+                    "warning",
+                )
+            )
+            continue
+        if isinstance(wording, dict):
+            target.update(wording)
+            if "routes" in wording and "offers" not in wording:
+                target["offers"] = {}
+        else:
+            target["prompt"] = wording
+    merged["stages"] = stages
+    return merged
+
+
 def _lint_ladder(policy: LadderPolicy, path: Path, diags: list[Diagnostic]) -> None:
-    """A ladder prompt may not promise a route the deployment cannot provide."""
+    """A stage listing an unavailable route (its wording is lint.py's)."""
     for i, stage in enumerate(policy.stages):
         for route in policy.routes:
             if route.available:
                 continue
             if stage.prompt and route.named_by(stage.prompt):
-                diags.append(
-                    Diagnostic(
-                        (*path, "stages", i, "prompt"),
-                        f"stage {stage.name!r} promises route {route.id!r} ({route.label}), which is not available",
-                    )
-                )
+                continue  # an error of the prompt lint
             elif route.id in stage.routes:
                 diags.append(
                     Diagnostic(

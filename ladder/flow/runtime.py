@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..controller import Controller
+from ..policy import LADDER_TEXT_FIELDS, LadderPolicy, drop_placeholders
 from ..effects import (
     Answered,
     CallTool,
@@ -454,7 +455,7 @@ class FlowRuntime:
         if stage is not None and compensates is None:
             # the calling stage's pacing (filler_after_ms) governs this tool wait
             timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages()])
-            self.ladder.use_policy(self.flow.policy_for(stage, timing))
+            self.ladder.use_policy(self._with_values(self.flow.policy_for(stage, timing)))
         self._calls += 1
         call = f"c{self._calls}"
         self.calls[call] = ToolCallRecord(call, tool, args, stage, key, compensates=compensates)
@@ -472,7 +473,7 @@ class FlowRuntime:
             return
         self.flow = flow
         stage = self.asking[1] if self.asking else None
-        self.ladder.use_policy(flow.policy_for(stage, self.timing) if stage else flow.ladder)
+        self.ladder.use_policy(self._with_values(flow.policy_for(stage, self.timing) if stage else flow.ladder))
         self._trace("wording_edited", "designer", path=list(event.path))
 
     def _on_tool_request(self, event: RequestTool) -> None:
@@ -625,7 +626,7 @@ class FlowRuntime:
 
     def _ask(self, layer: str, stage: StageSpec, interruptible: bool) -> None:
         timing = merge_timing([stage_timing(self.flow.stage(s)) for s in self.active_stages(layer)])
-        self.ladder.use_policy(self.flow.policy_for(stage.id, timing))
+        self.ladder.use_policy(self._with_values(self.flow.policy_for(stage.id, timing)))
         self.asking = (layer, stage.id)
         self._say_through_ladder(
             layer,
@@ -832,11 +833,39 @@ class FlowRuntime:
             return " ".join(str(value))
         return str(value)
 
-    def _render(self, text: str) -> str:
+    def _fill_placeholders(self, text: str) -> str:
+        """`{slot}` replaced by the slot's spoken value; unfilled ones stay (see _render)."""
         return _PLACEHOLDER.sub(
             lambda m: self._spoken(m.group(1), self.state[m.group(1)]) if self.state.get(m.group(1)) is not None else m.group(0),
             text,
         )
+
+    def _render(self, text: str) -> str:
+        """What the agent says: slot values filled in, and a sentence whose placeholder
+        has no value left out (traced), so braces are never read aloud."""
+        filled = self._fill_placeholders(text)
+        if not _PLACEHOLDER.search(filled):
+            return filled
+        unfilled = sorted({m.group(1) for m in _PLACEHOLDER.finditer(filled)})
+        self._trace("placeholder_unfilled", "sentence_left_out", placeholders=unfilled)
+        return drop_placeholders(filled)
+
+    def _with_values(self, policy: LadderPolicy) -> LadderPolicy:
+        """The question's ladder with slot values in its wording ("{routes}" is the
+        controller's, composed when the prompt is spoken)."""
+        texts = {name: getattr(policy, name) for name in LADDER_TEXT_FIELDS}
+        if not any("{" in (s.prompt or "") for s in policy.stages) and not any("{" in t for t in texts.values()):
+            return policy
+
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(
+                lambda m: m.group(0) if m.group(1) in ("routes", "route") else self._fill_placeholders(m.group(0)),
+                text,
+            )
+
+        stages = tuple(s.model_copy(update={"prompt": fill(s.prompt)}) if s.prompt else s for s in policy.stages)
+        update = {name: fill(text) for name, text in texts.items() if "{" in text}
+        return policy.model_copy(update={"stages": stages, **update})
 
     def _render_value(self, value: Any) -> Any:
         if isinstance(value, str):

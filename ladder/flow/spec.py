@@ -75,6 +75,9 @@ class Slot(_Spec):
     type: Literal["digits", "yes_no", "number", "text"]
     min_length: Int | None = Field(default=None, ge=1)  # digits: fewer is a partial answer
     max_length: Int | None = Field(default=None, ge=1)
+    # wording that names this slot's question besides its id's words ("the code"), for
+    # the prompt lint: per-question ladders and honest closes
+    mentions: tuple[str, ...] = ()
 
     @field_validator("max_length")
     @classmethod

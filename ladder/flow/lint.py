@@ -1,0 +1,376 @@
+"""Prompt lint: what the agent's wording may say, checked against the flow (pure).
+
+One set of rules for every place wording is judged: `compile_flow` runs them (so
+`lull flow check`, the console's apply and save, and a live EditWording refuse a
+flow with an error), and the prompt editor asks `lint_wording` about one text.
+
+Errors (the flow is refused):
+- empty wording: a stage's `say`, a ladder prompt, or a ladder text that is blank;
+- a placeholder that names no slot (`{refernce_code}`), or names a slot that no
+  stage before this one collects (it would be unfilled when spoken); `{routes}`
+  only in ladder prompts, `{route}` only in `route_unavailable`;
+- a promise of a route that is not available (Route.named_by: its label, its id's
+  words or a mention), anywhere in the wording; in a ladder prompt, a route the
+  stage does not offer (not in its `routes`, and not a "say it again" route, which
+  any stage may take); `{routes}` in a stage that offers none, or offers a route
+  with no `offer` phrase;
+- a collecting stage using a ladder (the flow's) whose wording talks about another
+  stage's slot: give the stage a `ladder` of its own (per-question wording);
+- a close that says a slot was not received ("I haven't received the reference
+  code") in a stage that comes after the stage that collects it.
+
+Warnings (shown, the flow is kept): wording that blames the caller; a ladder prompt
+estimated to last longer than its stage's wait; `{routes}` in a stage whose routes
+are all unavailable now (the sentence is left out until one is switched on).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..policy import (
+    CLOSE_TEXT_FIELDS,
+    LADDER_TEXT_FIELDS,
+    PLACEHOLDER,
+    ROUTES_PLACEHOLDER,
+    LadderPolicy,
+    Route,
+    sentences,
+)
+
+if TYPE_CHECKING:
+    from .compile import CompiledFlow, Diagnostic, Layer
+
+Path = tuple[str | int, ...]
+
+# wording that makes the caller the problem (seed 000: "without accusing the caller")
+BLAMING = (
+    "you didn't", "you did not", "you failed", "you forgot", "you haven't said",
+    "you have not said", "your fault", "speak up", "you're not listening",
+    "you are not listening", "you must answer", "you need to answer", "i told you",
+)
+_NEGATIONS = {
+    "not", "no", "never", "haven't", "hasn't", "hadn't", "didn't", "don't", "doesn't",
+    "wasn't", "weren't", "isn't", "aren't", "can't", "cannot", "couldn't", "won't",
+}
+_RECEIPT = {
+    "received", "receive", "got", "get", "gotten", "captured", "capture", "heard", "hear",
+    "caught", "catch", "given", "give", "have", "taken", "recorded",
+}
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip("'") for w in re.findall(r"[a-z0-9']+", text.lower().replace("\u2019", "'")) if w.strip("'")]
+
+
+def _names(text: str, phrase: str) -> bool:
+    said = " " + " ".join(_words(text)) + " "
+    words = _words(phrase)
+    return bool(words) and f" {' '.join(words)} " in said
+
+
+def denies_receipt(sentence: str) -> bool:
+    """Does the sentence say something was not received ("haven't received", "didn't get")?"""
+    words = _words(sentence)
+    for i, word in enumerate(words):
+        if word in _NEGATIONS and any(w in _RECEIPT for w in words[i + 1 : i + 4]):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One text the agent may say, where it is written and what it is."""
+
+    path: Path  # where the text is written (a default's virtual path under "ladder")
+    text: str
+    role: str  # "say", "verbatim", "ladder_prompt", a LADDER_TEXT_FIELDS name, "handoff"
+    ladder_stage: Any = None  # the ladder Stage of a ladder prompt
+
+
+def _ladder_wordings(policy: LadderPolicy, base: Path) -> Iterator[Wording]:
+    for i, stage in enumerate(policy.stages):
+        if stage.prompt is not None:
+            yield Wording((*base, "stages", i, "prompt"), stage.prompt, "ladder_prompt", stage)
+    for name in LADDER_TEXT_FIELDS:
+        yield Wording((*base, name), getattr(policy, name), name)
+
+
+def _where_written(flow: CompiledFlow, stage_path: Path, own: dict, path: Path) -> Path:
+    """A stage's ladder text: under the stage if it wrote it, else the flow's ladder."""
+    rel = path[1:]  # path is ("ladder", ...)
+    key = rel[0]
+    if key in own or (key == "stages" and "prompts" in own):
+        if key == "stages" and "stages" not in own:
+            stage = flow.ladder.stages[rel[1]] if rel[1] < len(flow.ladder.stages) else None
+            if stage is not None and stage.name in own.get("prompts", {}):
+                return (*stage_path, "ladder", "prompts", stage.name)
+            return path
+        return (*stage_path, "ladder", *rel)
+    return path
+
+
+def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
+    """Every wording problem of a compiled flow (errors and warnings)."""
+    from .compile import MAIN, Diagnostic
+
+    spec = flow.spec
+    out: list[Diagnostic] = []
+    seen: set[tuple] = set()
+
+    def add(path: Path, message: str, severity: str = "error", about: Path | None = None) -> None:
+        key = (path, message)
+        if key not in seen:
+            seen.add(key)
+            out.append(Diagnostic(path, message, severity, about or path))  # type: ignore[arg-type]
+
+    slots = set(spec.slots)
+    facts = {k for layer in (flow.main, *flow.overlays) for st in layer.stages.values() for k in st.sets}
+    routes = {r.id: r for r in flow.ladder.routes}
+    gotos = {r.id: r.goto for r in spec.routes}
+
+    def check_text(w: Wording, policy: LadderPolicy, upstream: set[str] | None, label: str) -> None:
+        if not w.text.strip():
+            hint = {
+                "say": "leave 'say' out for a stage that says nothing",
+                "ladder_prompt": "leave 'prompt' out for a quiet stage",
+            }.get(w.role, "write what the agent should say")
+            add(w.path, f"{label} is empty; {hint}")
+            return
+        for m in PLACEHOLDER.finditer(w.text):
+            name = m.group(1)
+            if name == "routes" and w.role in ("ladder_prompt", "routes_available"):
+                continue
+            if name == "route" and w.role == "route_unavailable":
+                continue
+            if name in slots or name in facts:
+                if upstream is not None and name in slots and name not in upstream:
+                    add(w.path, f"{label}: placeholder {{{name}}} names a slot that no stage before this one collects, "
+                        "so it has no value when this is spoken (the sentence would be left out)")
+                continue
+            close = difflib.get_close_matches(name, sorted(slots | facts), n=1)
+            hint = f"did you mean {{{close[0]}}}?" if close else (
+                "declared slots: " + ", ".join(sorted(slots)) if slots else "the flow declares no slots")
+            add(w.path, f"{label}: placeholder {{{name}}} names no slot; {hint}")
+        lowered = " ".join(_words(w.text))
+        for phrase in BLAMING:
+            if " ".join(_words(phrase)) in lowered:
+                add(w.path, f"{label} blames the caller (\u201c{phrase}\u201d)", "warning")
+                break
+        if w.role == "route_unavailable":
+            return  # it names the unavailable route by design, through {route}
+        for route in policy.routes:
+            if route.available:
+                continue
+            if w.role in ("say", "verbatim") and gotos.get(route.id) is not None and label.endswith(f"{gotos[route.id]!r}"):
+                continue  # the route's own destination says what taking it did
+            if route.named_by(w.text.replace(ROUTES_PLACEHOLDER, "")):
+                where = f"stage {w.ladder_stage.name!r}" if w.ladder_stage is not None else label
+                add(w.path, f"{where} promises '{route.label}' (route {route.id!r}), which is not available")
+        if w.role == "ladder_prompt":
+            check_ladder_prompt(w, policy, label)
+
+    def check_ladder_prompt(w: Wording, policy: LadderPolicy, label: str) -> None:
+        stage = w.ladder_stage
+        for route in policy.routes:
+            if not route.available or route.id in stage.routes or route.action == "restate":
+                continue
+            if route.named_by(w.text.replace(ROUTES_PLACEHOLDER, "")):
+                add(w.path, f"stage {stage.name!r} promises '{route.label}' (route {route.id!r}), which it does not "
+                    f"offer; add {route.id!r} to its routes or reword it")
+        if ROUTES_PLACEHOLDER in w.text:
+            if not stage.routes:
+                add(w.path, f"stage {stage.name!r} says {ROUTES_PLACEHOLDER} but offers no routes; list them in its routes")
+            listed = [routes.get(r) for r in stage.routes]
+            for r in listed:
+                if r is not None and not (stage.offers.get(r.id) or r.offer):
+                    add(w.path, f"stage {stage.name!r} says {ROUTES_PLACEHOLDER} but route {r.id!r} has no offer "
+                        "phrase; give the route an 'offer' (\"I can repeat the question\")")
+            if stage.routes and not any(r is not None and r.available for r in listed):
+                add(w.path, f"stage {stage.name!r}: none of its routes is available, so the sentence with "
+                    f"{ROUTES_PLACEHOLDER} is left out until one is switched on", "warning")
+        estimate = max(1, len(w.text.split())) * policy.ms_per_word
+        if not stage.closes and estimate > stage.wait_ms:
+            add(w.path, f"stage {stage.name!r}: its prompt lasts about {estimate / 1000:.1f}s, longer than the "
+                f"stage's {stage.wait_ms / 1000:g}s wait", "warning")
+
+    # the flow's own ladder
+    for w in _ladder_wordings(flow.ladder, ("ladder",)):
+        label = f"ladder {w.ladder_stage.name}" if w.ladder_stage is not None else f"ladder {w.role}"
+        check_text(w, flow.ladder, None, label)
+
+    upstream_of = _upstream(flow.main)
+    layers = [(MAIN, flow.main), *((o.name, o) for o in flow.overlays)]
+    collected_by: dict[str, str] = {}
+    for _, layer in layers:
+        for sid in layer.order:
+            for slot in layer.stages[sid].collect:
+                collected_by.setdefault(slot, sid)
+    for layer_name, layer in layers:
+        if not layer.path or layer.path == ("policies",):
+            stage_paths = {sid: ("policies",) for sid in layer.order}
+        else:
+            stage_paths = {sid: (*layer.path, i) for i, sid in enumerate(layer.order)}
+        for sid in layer.order:
+            stage = layer.stages[sid]
+            spath = stage_paths[sid]
+            upstream = upstream_of.get(sid, set()) if layer_name == MAIN else None
+            before = set().union(*(set(flow.stage(u).collect) for u in upstream)) if upstream is not None else None
+            label = f"stage {sid!r}"
+            if spath == ("policies",):
+                if stage.say is not None:
+                    handoff = next(i for i, p in enumerate(spec.policies) if getattr(p, "kind", "") == "safety_handoff")
+                    check_text(Wording(("policies", handoff, "say"), stage.say, "handoff"), flow.ladder, None, "safety handoff")
+                continue
+            if stage.say is not None:
+                check_text(Wording((*spath, "say"), stage.say, "say"), flow.ladder, before, label)
+            if stage.verbatim is not None:
+                check_text(Wording((*spath, "verbatim"), stage.verbatim, "verbatim"), flow.ladder, before, label)
+            if stage.timing is not None and stage.timing.reprompt is not None:
+                check_text(Wording((*spath, "timing", "reprompt"), stage.timing.reprompt, "reprompt"), flow.ladder, before, f"{label} reprompt")
+            policy = flow.policy_for(sid, None)
+            own = stage.ladder
+            if own:
+                for w in _ladder_wordings(policy, ("ladder",)):
+                    where = _where_written(flow, spath, own, w.path)
+                    if where[: len(spath)] != spath:
+                        continue  # the flow's wording, linted above
+                    name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+                    check_text(Wording(where, w.text, w.role, w.ladder_stage), policy, before, f"{label} ladder {name}")
+            if stage.collect:
+                _check_owner(flow, sid, spath, stage, policy, own, collected_by, add)
+            if layer_name == MAIN and before:
+                _check_closes(flow, sid, spath, stage, policy, own, before, add)
+    return out
+
+
+def _texts_of(policy: LadderPolicy, closes_only: bool, collecting: bool) -> Iterator[Wording]:
+    for w in _ladder_wordings(policy, ("ladder",)):
+        if w.ladder_stage is not None:
+            if not collecting or (closes_only and not w.ladder_stage.closes):
+                continue
+        elif closes_only and w.role not in CLOSE_TEXT_FIELDS:
+            continue
+        elif not closes_only and w.role not in (*CLOSE_TEXT_FIELDS, "reprompt"):
+            continue
+        elif not collecting and w.role == "close_deadline":
+            continue  # no question is pending: the episode deadline cannot close it
+        yield w
+
+
+def _slot_phrases(flow: CompiledFlow, slot: str) -> list[str]:
+    spec = flow.spec.slots.get(slot)
+    return [slot.replace("_", " "), *(spec.mentions if spec is not None else ())]
+
+
+def _check_owner(flow, sid, spath, stage, policy, own, collected_by, add) -> None:
+    """Per-question ladders: a stage may not use another question's wording."""
+    if own:
+        return
+    mine = set(stage.collect)
+    for w in _texts_of(policy, closes_only=False, collecting=True):
+        for slot, owner in collected_by.items():
+            if slot in mine or owner == sid:
+                continue
+            if any(_names(w.text, p) for p in _slot_phrases(flow, slot)) and not any(
+                _names(w.text, p) for s in mine for p in _slot_phrases(flow, s)
+            ):
+                name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+                add(
+                    (*spath, "collect"),
+                    f"stage {sid!r} asks for {', '.join(sorted(mine))} but its silence ladder is the flow's, whose "
+                    f"{name} wording talks about {slot.replace('_', ' ')} (the question of stage {owner!r}); "
+                    f"give stage {sid!r} a \"ladder\" of its own with wording about its question",
+                    about=w.path,
+                )
+                return
+
+
+def _check_closes(flow, sid, spath, stage, policy, own, before, add) -> None:
+    """A close says only what is true: a slot collected upstream was received."""
+    for w in _texts_of(policy, closes_only=True, collecting=bool(stage.collect)):
+        for sentence in sentences(w.text):
+            if not denies_receipt(sentence):
+                continue
+            for slot in sorted(before - set(stage.collect)):
+                if any(_names(sentence, p) for p in _slot_phrases(flow, slot)):
+                    name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+                    where = _where_written(flow, spath, own, w.path) if own else spath
+                    add(
+                        where,
+                        f"stage {sid!r}: the {name} close says \u201c{sentence}\u201d, but {slot.replace('_', ' ')} "
+                        f"was collected before this stage; say what is true here"
+                        + ("" if own else ' (give the stage a "ladder" of its own)'),
+                        about=w.path,
+                    )
+
+
+def _upstream(layer: Layer) -> dict[str, set[str]]:
+    """Stage -> the stages that complete before it on every path (after/next edges)."""
+    out: dict[str, set[str]] = {}
+
+    def ancestors(sid: str, trail: frozenset = frozenset()) -> set[str]:
+        if sid in out:
+            return out[sid]
+        found: set[str] = set()
+        stack = list(layer.after.get(sid, ()))
+        while stack:
+            pred = stack.pop()
+            if pred in found or pred == sid:
+                continue
+            found.add(pred)
+            stack.extend(layer.after.get(pred, ()))
+        out[sid] = found
+        return found
+
+    for sid in layer.order:
+        ancestors(sid)
+    return out
+
+
+def lint_wording(
+    path: Path,
+    text: str,
+    flow: CompiledFlow,
+    *,
+    wait_ms: float | None = None,
+    measured_ms: float | None = None,
+) -> list[str]:
+    """The problems of one text as the editor shows them: the flow's lint with `text` at
+    `path` (errors and warnings about that text), plus its measured length."""
+    from pydantic import ValidationError
+
+    from .compile import FlowCompileError, compile_flow
+    from .edits import apply_edits
+    from .spec import FlowSpec
+
+    problems: list[str] = []
+    document = flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    try:
+        edited = compile_flow(FlowSpec.model_validate(apply_edits(document, {path: text}, flow)))
+        diags = lint_flow(edited)
+    except FlowCompileError as exc:
+        diags = exc.diagnostics
+    except (ValidationError, KeyError, IndexError, TypeError) as exc:
+        return [f"does not fit the flow: {exc}".splitlines()[0]]
+    for d in diags:
+        if d.path == tuple(path) or getattr(d, "about", None) == tuple(path):
+            message = d.message
+            if not text.strip():
+                message = "is empty"
+            if message not in problems:
+                problems.append(message)
+    if wait_ms is not None and measured_ms is not None and text.strip() and measured_ms > wait_ms:
+        problems.append(f"lasts {measured_ms / 1000:.1f}s, longer than its stage's {wait_ms / 1000:g}s wait")
+    elif wait_ms is not None and text.strip() and not any("longer than" in p for p in problems):
+        estimate = max(1, len(text.split())) * flow.ladder.ms_per_word
+        if estimate > wait_ms:
+            problems.append(f"lasts {estimate / 1000:.1f}s, longer than its stage's {wait_ms / 1000:g}s wait")
+    return problems
+
+
+__all__ = ["BLAMING", "Route", "Wording", "denies_receipt", "lint_flow", "lint_wording"]
