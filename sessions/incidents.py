@@ -294,15 +294,21 @@ class VirtualRun:
 
 
 def prompt_counts(run: VirtualRun) -> dict[str, int]:
-    statuses = [p["status"] for p in run.controller.snapshot()["prompts"]]
+    """Prompts by lifecycle state, counted as `lull sessions report` counts them
+    (sessions.metrics.PromptTally): a completion reported after the estimate is
+    completed (and completed_late) in both."""
+    from .metrics import PromptTally
+
+    tally = PromptTally()
+    for record in run.records:
+        tally.feed(record)
     return {
-        "requested": sum(1 for r in run.records if r.get("effect") == "RequestPrompt"),
-        "started": sum(
-            1 for r in run.records if r.get("effect") == "Trace" and r.get("kind") == "prompt_started"
-        ),
-        "completed": statuses.count("completed"),
-        "cancelled": statuses.count("cancelled_before_playback"),
-        "interrupted": statuses.count("interrupted"),
+        "requested": tally.total("requested"),
+        "started": tally.total("started"),
+        "completed": tally.total("completed"),
+        "completed_late": tally.total("completed_late"),
+        "cancelled": tally.total("cancelled_before_playback"),
+        "interrupted": tally.total("interrupted"),
     }
 
 

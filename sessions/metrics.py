@@ -3,7 +3,8 @@
 Every figure is a count of observations in journals, reported beside the count it is
 a share of: prompts requested, cancelled before playback, started, completed,
 interrupted; eligible episodes and their outcome labels; resumption after each ladder
-stage (of the episodes that reached that stage); explicit waits; and the prompt
+stage (of the episodes that reached that stage: its prompt started playing); explicit
+waits; and the prompt
 sequence of each episode. Labels come from a fixed vocabulary (kinds, outcome labels,
 the ladder's stage names): no slot value or question text ever becomes a label.
 
@@ -24,7 +25,60 @@ from pathlib import Path
 from .journal import JournalScan, iter_records
 from .replay import session_record_problem
 
-PROMPT_STATES = ("requested", "cancelled_before_playback", "started", "completed", "interrupted")
+PROMPT_STATES = ("requested", "cancelled_before_playback", "started", "completed", "completed_late", "interrupted")
+# caller input that is not a resumption: a listener cue or a sound is not the caller coming back
+NOT_RESUMPTION = frozenset({"backchannel", "noise"})
+
+
+class PromptTally:
+    """Each prompt's lifecycle from decision records, counted once per token.
+
+    The one definition `lull sessions report` and `lull incidents` share: requested
+    (a RequestPrompt), started, completed (observed, or reported after the estimate had
+    already armed what follows: `late_completion`, also counted as completed_late),
+    cancelled before playback, interrupted. A duplicate report of the same state (an
+    adapter confirming an interruption) is not a second prompt. Records are journal
+    decisions (traces have no effect) or a run's records (traces are effect "Trace").
+    """
+
+    _TRACES = {
+        "prompt_started": ("started",),
+        "prompt_completed": ("completed",),
+        "late_completion": ("completed", "completed_late"),
+        "prompt_interrupted": ("interrupted",),
+        "prompt_cancelled_before_playback": ("cancelled_before_playback",),
+    }
+
+    def __init__(self) -> None:
+        self.kinds: dict[int, str] = {}  # token -> prompt kind
+        self.stages: dict[int, str | None] = {}  # token -> ladder stage
+        self.seen: set[tuple[int, str]] = set()
+        self.counts: dict[str, Counter] = {}
+
+    def feed(self, record: dict) -> str | None:
+        """Count one record; the state it moved a prompt to ("started", ...), if any."""
+        effect = record.get("effect")
+        token = record.get("token")
+        if effect == "RequestPrompt":
+            self.kinds[token] = record.get("kind", "unknown")
+            self.stages[token] = record.get("stage")
+            self.counts.setdefault(self.kinds[token], Counter())["requested"] += 1
+            return "requested"
+        if effect not in (None, "Trace"):
+            return None
+        states = self._TRACES.get(record.get("kind"))
+        if states is None or (token, states[0]) in self.seen:
+            return None
+        if states[0] == "completed" and (token, "completed") in self.seen:
+            return None
+        self.seen.add((token, states[0]))
+        kind = self.kinds.get(token, "unknown")
+        for state in states:
+            self.counts.setdefault(kind, Counter())[state] += 1
+        return states[0]
+
+    def total(self, state: str) -> int:
+        return sum(c[state] for c in self.counts.values())
 
 
 @dataclass
@@ -102,7 +156,9 @@ def session_metrics(path: Path) -> Metrics:
     """One session, streamed record by record."""
     metrics = Metrics()
     scan = JournalScan(path=path, header=None, loaded=0, skipped=[], gaps=[])
-    kinds: dict[int, str] = {}  # token -> prompt kind
+    tally = PromptTally()
+    metrics.prompts = tally.counts
+    advanced: dict[int, str] = {}  # episode -> the stage it advanced to, not reached yet
     reached_in: dict[int, list[str]] = {}  # episode -> stages reached, in order
     resumed: set[tuple[int, str]] = set()
     held: set[int] = set()
@@ -114,10 +170,7 @@ def session_metrics(path: Path) -> Metrics:
             if record["type"] != "decision":
                 continue
             effect = record.get("effect")
-            if effect == "RequestPrompt":
-                kinds[record["token"]] = record["kind"]
-                metrics.prompts.setdefault(record["kind"], Counter())["requested"] += 1
-                continue
+            moved = tally.feed(record)
             if effect == "SessionClosed":
                 metrics.session_outcomes[record["outcome"]] += 1
                 continue
@@ -125,17 +178,25 @@ def session_metrics(path: Path) -> Metrics:
                 continue
             kind = record.get("kind")
             episode = record.get("episode")
-            if kind in ("prompt_started", "prompt_completed", "prompt_interrupted", "prompt_cancelled_before_playback"):
-                prompt = kinds.get(record.get("token"), "unknown")
-                metrics.prompts.setdefault(prompt, Counter())[kind.removeprefix("prompt_")] += 1
+            if moved == "started":
+                # a ladder stage is reached when its prompt starts playing, not when asked for
+                stage = tally.stages.get(record.get("token"))
+                token_kind = tally.kinds.get(record.get("token"))
+                if episode is not None and token_kind in ("reminder", "close") and advanced.get(episode) == stage:
+                    reached_in.setdefault(episode, []).append(advanced.pop(episode))
             elif kind == "episode_started" and episode is not None:
                 seen_episodes.add(episode)
             elif kind == "stage_advanced" and episode is not None:
-                stage = record.get("stage")
-                reached_in.setdefault(episode, []).append(stage)
-            elif kind == "turn_started" and episode is not None and episode not in ended:
-                for stage in reached_in.get(episode, []):
-                    resumed.add((episode, stage))
+                advanced[episode] = record.get("stage")
+            elif kind == "window_armed" and record.get("reason") == "quiet_stage" and episode in advanced:
+                reached_in.setdefault(episode, []).append(advanced.pop(episode))  # nothing to play
+            elif kind == "turn_interpreted" and episode is not None and episode not in ended:
+                intent = (record.get("detail") or {}).get("intent")
+                if intent == "wait_request":
+                    metrics.explicit_waits += 1
+                if intent not in NOT_RESUMPTION:  # a backchannel or noise is not the caller resuming
+                    for stage in reached_in.get(episode, []):
+                        resumed.add((episode, stage))
             elif kind == "turn_interpreted" and (record.get("detail") or {}).get("intent") == "wait_request":
                 metrics.explicit_waits += 1
             elif kind in ("hold_armed",) and episode is not None:
