@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from console.headless import rehearse_headless
 from console.live import LiveSession
 from console.text_backend import TextBackend
-from ladder.flow.text import hide_digit_values, mask_digits, parse_digits
+from ladder.flow.text import digit_answer_evidence, hide_digit_values, mask_digits, parse_digits, restarts
 from sessions.journal import read_journal
 from sessions.replay import replay
 
@@ -83,7 +83,10 @@ def test_a_value_read_back_is_hidden_however_it_is_spelled():
 
 WORDS = st.lists(
     st.one_of(
-        st.sampled_from(SPOKEN + ["oh", "double", "triple", "yes", "no", "it's", "the", "code"]),
+        st.sampled_from(
+            SPOKEN
+            + ["oh", "o", "for", "to", "too", "won", "ate", "double", "triple", "yes", "no", "it's", "the", "code", "go", "days"]
+        ),
         st.from_regex(r"[0-9]{1,4}", fullmatch=True),
     ),
     max_size=12,
@@ -99,6 +102,9 @@ def test_masking_commutes_with_the_digit_parser(words, sep):
     real = parse_digits(text)
     assert parse_digits(masked) == (None if real is None else "".join(cipher[d] for d in real))
     assert len(set(cipher.values())) == len(cipher)  # distinct digits stay distinct
+    # whether the words are an answer at all is decided the same on the masked text
+    assert digit_answer_evidence(masked) == digit_answer_evidence(text)
+    assert restarts(masked) == restarts(text)
 
 
 # -- whole calls: everything written or printed --------------------------------------

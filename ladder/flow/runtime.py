@@ -66,11 +66,13 @@ from .compile import (
 from .edits import apply_edits
 from .spec import FlowSpec, StageSpec, Timing
 from .text import (
+    digit_answer_evidence,
     hide_digit_values,
     mask_digits,
     parse_digits,
     parse_number,
     parse_yes_no,
+    restarts,
     verbatim_passes,
     word_similarity,
 )
@@ -351,7 +353,16 @@ class FlowRuntime:
                     continue
                 self._remember_secret(slot, value, event.turn, fragment=True)
                 if spec.type == "digits":
-                    value = self.partial.get(slot, "") + value
+                    if not digit_answer_evidence(event.text, answer_phrase=event.intent == "answer"):
+                        # a sentence with a number in it, not about the slot ("go forward 10 meters")
+                        self._trace("digits_not_an_answer", "not_mostly_digits", turn=event.turn, slot=slot, heard=len(value))
+                        continue
+                    earlier = self.partial.get(slot, "")
+                    if earlier and (restarts(event.text) or (spec.min_length or 1) <= len(value) <= (spec.max_length or len(value))):
+                        # a correction ("no, sorry, 4 8 2 2") or the whole code again replaces the partial
+                        self._trace("partial_replaced", "restart" if restarts(event.text) else "whole_value", turn=event.turn, slot=slot)
+                        earlier = ""
+                    value = earlier + value
                     self._remember_secret(slot, value, event.turn)
                     if spec.min_length and len(value) < spec.min_length:
                         self.partial[slot] = value

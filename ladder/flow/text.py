@@ -13,9 +13,22 @@ VERBATIM_MIN_SIMILARITY = 0.9
 
 _WORD = re.compile(r"[a-z0-9']+")
 _DIGIT_WORDS = {
-    "zero": "0", "oh": "0", "o": "0", "nought": "0", "one": "1", "two": "2", "three": "3",
+    "zero": "0", "nought": "0", "one": "1", "two": "2", "three": "3",
     "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9",
 }
+# What whisper writes for a spoken digit that is also an ordinary word: a digit only in
+# a digit context (`_readings`). "oh" is one too: "Oh, it's 4 8 2 1".
+_HOMOPHONES = {"oh": "0", "o": "0", "won": "1", "to": "2", "too": "2", "for": "4", "ate": "8"}
+_REPEATS = {"double": 2, "triple": 3}
+# Words said around a code that say nothing against it being the code: after one of
+# them a homophone may begin the digits ("it's for 8 2 1"), and they do not count
+# against an utterance being an answer ("um, the code is 4 8 2 1").
+LEAD_INS = frozenset(
+    "it's its it is was the code number reference my um uh er erm ah so yes yeah yep ok okay "
+    "and then that's thats sorry no actually mean think right wait oops".split()
+)
+# A caller correcting or restarting the code: what follows replaces digits heard before.
+_RESTARTS = frozenset("no sorry actually mean again over scratch wrong oops instead start".split())
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _TEENS = {
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
@@ -30,26 +43,94 @@ def words(text: str) -> list[str]:
     return [w.strip("'") for w in _WORD.findall(text.lower()) if w.strip("'")]
 
 
-def _digits_of(word: str) -> str | None:
-    """The digits one lowercased word stands for, as the digit parser reads it."""
+def _digits_of(word: str, in_digits: bool = False) -> str | None:
+    """The digits one lowercased word stands for, as the digit parser reads it.
+
+    `in_digits`: the word stands in a digit context (`_readings`), where whisper's
+    homophones of spoken digits ("for", "to", "too", "oh", "won", "ate") are digits."""
     if word.isdigit():
         return word
-    return _DIGIT_WORDS.get(word)
+    digits = _DIGIT_WORDS.get(word)
+    if digits is None and in_digits:
+        digits = _HOMOPHONES.get(word)
+    return digits
+
+
+def _readings(tokens: list[str]) -> list[str | None]:
+    """The digits each word stands for, in context; None for a word that is no digit.
+
+    A homophone is a digit right after a digit or after "double"/"triple" ("33 for 692",
+    "double oh"), or, at the start or after a lead-in ("it's", "um"), when digits follow
+    and nothing else follows them ("to 9", "it's for 8 2 1"). Elsewhere it is the word
+    ("go to 5", "for 3 days", "I won 5 dollars").
+
+    The masked text (`mask_digits`) reads the same: a word read as digits becomes
+    numerals, which are digits in any context, and a homophone read as a word keeps
+    the neighbours that made it one.
+    """
+    n = len(tokens)
+
+    def digits_follow(j: int) -> bool:
+        """Digits follow, and only digits (or lead-ins) to the end: "to 9", not "for 3 days"."""
+        while j < n and tokens[j] in _HOMOPHONES:
+            j += 1
+        if j >= n or _digits_of(tokens[j]) is None:
+            return False
+        while j < n and (tokens[j] in _HOMOPHONES or tokens[j] in _REPEATS or _digits_of(tokens[j]) is not None):
+            j += 1
+        return all(w in LEAD_INS for w in tokens[j:])
+
+    out: list[str | None] = []
+    for i, word in enumerate(tokens):
+        digits = _digits_of(word)
+        if digits is None and word in _HOMOPHONES:
+            prev = tokens[i - 1] if i else None
+            after_digit = i > 0 and (out[-1] is not None or prev in _REPEATS)
+            if after_digit or ((prev is None or prev in LEAD_INS) and digits_follow(i + 1)):
+                digits = _digits_of(word, in_digits=True)
+        out.append(digits)
+    return out
 
 
 def parse_digits(text: str) -> str | None:
-    """Digits written or spoken: "4 8 2 1", "four eight two one", "double five"."""
+    """Digits written or spoken: "4 8 2 1", "four eight two one", "double five",
+    "29 340", "293.40", and whisper's homophones in a digit context ("33 for 692")."""
     out: list[str] = []
     repeat = 1
-    for word in words(text.replace("-", " ")):
-        digits = _digits_of(word)
+    tokens = words(text.replace("-", " "))
+    for word, digits in zip(tokens, _readings(tokens), strict=True):
         if digits is not None:
             out.append(digits * repeat)
             repeat = 1
-        elif word in ("double", "triple"):
-            repeat = 2 if word == "double" else 3
+        elif word in _REPEATS:
+            repeat = _REPEATS[word]
     digits = "".join(out)
     return digits or None
+
+
+def digit_answer_evidence(text: str, answer_phrase: bool = False) -> bool:
+    """Is this utterance about digits at all, so its digits may be (part of) an answer?
+
+    Yes when the flow's answer phrases matched (`answer_phrase`), or when the utterance
+    is mostly digits: more digits than other words, not counting lead-ins ("um, it's
+    4 8"). "go forward 10 meters" is no answer; "to 9" and "the code is 4821" are.
+    Masking (`mask_digits`) keeps the decision: it keeps every word and the count of
+    digits."""
+    tokens = words(text.replace("-", " "))
+    readings = _readings(tokens)
+    digits = sum(len(d) * (_REPEATS.get(tokens[i - 1], 1) if i else 1) for i, d in enumerate(readings) if d)
+    if not digits:
+        return False
+    if answer_phrase:
+        return True
+    others = sum(1 for w, d in zip(tokens, readings, strict=True) if d is None and w not in LEAD_INS and w not in _REPEATS)
+    return digits > others
+
+
+def restarts(text: str) -> bool:
+    """Does the caller correct or restart ("no, sorry, 4 8 2 2", "let me start again")?
+    Digits in it replace a partial answer instead of being appended to it."""
+    return any(w in _RESTARTS for w in words(text))
 
 
 # A word as `words()` finds it, located in the original text (re.IGNORECASE would also
@@ -85,11 +166,13 @@ def mask_digits(text: str, cipher: dict[str, str]) -> str:
     """
     if len(text.lower()) != len(text):
         # lowering changed the length (rare letters): fall back to the parser's words
-        return " ".join(_mask_word(w, cipher) for w in words(text))
+        found = words(text.replace("-", " "))
+        return " ".join(_mask_word(w, d, cipher) for w, d in zip(found, _readings(found), strict=True))
     tokens = _tokens(text)
+    readings = _readings([word for _, _, word in tokens])
     out, last = [], 0
-    for start, end, word in tokens:
-        masked = _mask_word(word, cipher)
+    for (start, end, word), digits in zip(tokens, readings, strict=True):
+        masked = _mask_word(word, digits, cipher)
         if masked != word:
             out.append(text[last:start])
             out.append(masked)
@@ -98,8 +181,8 @@ def mask_digits(text: str, cipher: dict[str, str]) -> str:
     return "".join(out)
 
 
-def _mask_word(word: str, cipher: dict[str, str]) -> str:
-    digits = _digits_of(word)
+def _mask_word(word: str, digits: str | None, cipher: dict[str, str]) -> str:
+    """`word` as the parser reads it (`digits`, from `_readings`), through the cipher."""
     if digits is None:
         return word
     masked = []

@@ -1,0 +1,137 @@
+"""Answers that are really answers (issue 10, item 4): spoken digits as whisper writes
+them, and a sentence that is not about the code fills nothing.
+
+The parser and the journal's digit mask read the same words the same way, so every
+call here is also recorded redacted and replayed: it must replay CLEAN.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ladder.flow.text import digit_answer_evidence, mask_digits, parse_digits, restarts
+from sessions.replay import replay
+from sessions.scenarios import load_scenario, run_scenario
+
+
+@pytest.mark.parametrize(
+    "text, digits",
+    [
+        ("33 for 692", "334692"),  # whisper's "for" between digits is a four
+        ("to 9", "29"),  # `lull say "two nine"` as tiny.en transcribes it
+        ("it's for 8 2 1", "4821"),
+        ("5 ate 3 too", "5832"),
+        ("won 2 3", "123"),
+        ("oh seven", "07"),
+        ("double oh 7", "007"),
+        ("double five", "55"),
+        ("triple zero 4", "0004"),
+        ("29 340", "29340"),
+        ("293.40", "29340"),
+        ("29,340", "29340"),
+        # ordinary words stay words
+        ("Oh, it's 4 8 2 1", "4821"),
+        ("go to 5", "5"),
+        ("for 3 days", "3"),
+        ("I won 5 dollars", "5"),
+        ("I want to go", None),
+    ],
+)
+def test_digits_as_whisper_writes_them(text, digits):
+    assert parse_digits(text) == digits
+
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("4 8", True),
+        ("to 9", True),
+        ("um, the code is 4 8 2 1", True),
+        ("yeah so the reference code I have here is 4821", True),
+        ("double five", True),
+        ("go forward ten meters", False),
+        ("go forward 10 meters", False),
+        ("give me 2 to 3 minutes", False),
+        ("call me back at 5", False),
+        ("I have it now", False),
+    ],
+)
+def test_an_answer_needs_evidence_it_is_one(text, answer):
+    assert digit_answer_evidence(text) is answer
+
+
+def test_the_flows_answer_phrases_are_evidence():
+    assert not digit_answer_evidence("my account ends with 48")
+    assert digit_answer_evidence("my account ends with 48", answer_phrase=True)
+    assert not digit_answer_evidence("no digits here", answer_phrase=True)
+
+
+def test_corrections_and_restarts_are_recognised():
+    assert restarts("no, sorry, 4 8 2 2")
+    assert restarts("let me start again")
+    assert restarts("I mean 5 5")
+    assert not restarts("4 8")
+
+
+def test_homophones_are_masked_exactly_as_they_are_read():
+    cipher: dict[str, str] = {}
+    assert mask_digits("33 for 692", cipher) == "00 1 234"
+    assert mask_digits("go to 5 for now", cipher) == "go to 5 1 now"  # 5 is new: it takes "5"
+    assert mask_digits("for 3 days", cipher) == "for 0 days"
+
+
+# -- whole calls through the default flow ----------------------------------------------
+
+
+def _call(tmp_path, name: str, steps: list[dict]):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"schema": 1, "name": name, "title": name, "flow": "reference_code", "steps": steps}))
+    outcome = run_scenario(load_scenario(path), path, record_to=tmp_path / name)
+    assert outcome.passed, "\n".join(outcome.failures)
+    result = replay(tmp_path / name)
+    assert result.verdict == "CLEAN", result.describe()
+    return (tmp_path / name / "journal.jsonl").read_text()
+
+
+def test_a_sentence_with_a_number_in_it_fills_nothing(tmp_path):
+    journal = _call(tmp_path, "unrelated", [
+        {"expect": {"active_stage": "ask_code"}},
+        {"say": "go forward 10 meters"},
+        {"expect": {"slots": {"reference_code": None}, "active_stage": "ask_code",
+                    "journal_contains": [{"kind": "digits_not_an_answer"}]}},
+        {"say": "29 340"},
+        # the real code is not glued behind the unrelated number (1029340)
+        {"expect": {"slots": {"reference_code": "29340"}, "active_stage": "confirm_code"}},
+    ])
+    assert "29340" not in journal and "1029340" not in journal
+
+
+def test_a_code_said_in_two_parts_is_one_answer(tmp_path):
+    _call(tmp_path, "two_parts", [
+        {"expect": {"active_stage": "ask_code"}},
+        {"say": "to 9"},
+        {"expect": {"slots": {"reference_code": None}, "active_stage": "ask_code"}},
+        {"say": "3 for 0"},
+        {"expect": {"slots": {"reference_code": "29340"}, "active_stage": "confirm_code"}},
+    ])
+
+
+def test_a_restart_replaces_the_partial_answer(tmp_path):
+    _call(tmp_path, "restart", [
+        {"expect": {"active_stage": "ask_code"}},
+        {"say": "4 8"},
+        {"say": "no sorry, 5 5"},
+        {"say": "6 6"},
+        {"expect": {"slots": {"reference_code": "5566"}, "journal_contains": [{"kind": "partial_replaced", "reason": "restart"}]}},
+    ])
+
+
+def test_the_whole_code_again_replaces_the_partial_answer(tmp_path):
+    _call(tmp_path, "whole_again", [
+        {"expect": {"active_stage": "ask_code"}},
+        {"say": "4 8"},
+        {"say": "it's 4 8 2 1"},
+        {"expect": {"slots": {"reference_code": "4821"}, "journal_contains": [{"kind": "partial_replaced", "reason": "whole_value"}]}},
+    ])
