@@ -44,6 +44,7 @@ class InputMoveWatch:
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
         self._home: dict[int, int] = {}  # our source-output index -> the source it began on
+        self._known: dict[int, dict] = {}  # every source seen, so a vanished one keeps its name
         self._moved = False
         self.events = 0
         self.error: str | None = None
@@ -57,10 +58,13 @@ class InputMoveWatch:
         return found
 
     def _sources(self) -> dict[int, dict]:
-        return {int(s["index"]): s for s in _run_json(["list", "sources"], self._env)}
+        sources = {int(s["index"]): s for s in _run_json(["list", "sources"], self._env)}
+        # an unplugged microphone is gone from the next listing: remember what it was called
+        self._known.update(sources)
+        return sources
 
     def _name(self, sources: dict[int, dict], index: int) -> str:
-        s = sources.get(index)
+        s = sources.get(index) or self._known.get(index)
         if s is None:
             return f"source #{index}"
         monitor = " (monitor of an output)" if s.get("monitor_source") not in (None, "", "n/a") else ""
@@ -73,6 +77,7 @@ class InputMoveWatch:
             return False
         try:
             self._home = self._ours()
+            self._sources()  # learn the names now, while the microphone is still there
         except (OSError, RuntimeError, ValueError, subprocess.TimeoutExpired) as exc:
             self.error = str(exc)[:120]
             return False
