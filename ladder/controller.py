@@ -740,7 +740,9 @@ class Controller:
             if record.status is PromptStatus.STARTED and not self._interruptible(record):
                 self._trace("speech_over_uninterruptible", "floor_held", token=record.token)
             else:
-                if record.kind == "reminder":
+                if record.kind == "reminder" and record.status is PromptStatus.REQUESTED:
+                    # cut before a word of it played: noise must not silence it (L8);
+                    # one the caller already heard part of is not played again
                     self._cut_by_speech = record
                 self._cancel_prompt(self._boundary, reason)
         self._invalidate_no_input(reason)
