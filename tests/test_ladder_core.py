@@ -286,3 +286,20 @@ def test_a_known_send_duration_sets_the_estimated_boundary():
     window = call.window()
     assert window.origin == "estimated"
     assert any(isinstance(e, Trace) and e.kind == "playback_completion_missing" for e in call.effects)
+
+
+def test_a_reminder_the_caller_heard_part_of_is_not_played_again_after_a_backchannel():
+    # found by the property soak: "ready" outside a wait (attention) over a playing
+    # gentle check cut it, and the reminder was asked again, so a stage played twice
+    from ladder import AskQuestion, Controller, PlaybackCompleted, PlaybackStarted, RequestPrompt
+    from ladder.events import TurnInterpreted
+
+    c = Controller()
+    c.handle(AskQuestion("q1", "What is your reference code?"), 0)
+    c.handle(PlaybackStarted(1), 0)
+    c.handle(PlaybackCompleted(1), 250)
+    effects = c.handle_timer(c.next_deadline())
+    reminder = next(e for e in effects if isinstance(e, RequestPrompt))
+    c.handle(PlaybackStarted(reminder.token), 8250)
+    effects = c.handle(TurnInterpreted("t1", 1, "ready"), 8250)
+    assert not [e for e in effects if isinstance(e, RequestPrompt) and e.kind == "reminder"]
