@@ -169,3 +169,20 @@ def test_recordings_open_from_either_hook_and_stay_on_one_folder(tmp_path):
     backend = FileBackend(models(), _caller(tmp_path))
     asyncio.run(body(backend, tmp_path / "journal-only", hook=False))
     assert sorted(p.name for p in (tmp_path / "journal-only").iterdir()) == ["journal.jsonl", "mic.wav", "out.wav"]
+
+
+def test_a_restarted_call_gets_a_new_file_backend_on_the_loaded_models(tmp_path, monkeypatch):
+    # the console's restart (ctrl+r) asks the CLI for another backend: same caller
+    # file, same models, no second load
+    from console.cli import rehearse
+    from console.file_backend import FileBackend
+
+    def no_second_load(**kwargs):
+        raise AssertionError("the models were loaded again")
+
+    monkeypatch.setattr(VoiceModels, "load", no_second_load)
+    models = VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical")
+    caller = _caller(tmp_path)
+    first = rehearse._make_backend("file", caller, None, None, None, None, None, models=models)
+    again = rehearse._make_backend("file", caller, None, None, None, None, None, models=first.models)
+    assert isinstance(again, FileBackend) and again is not first and again.models is models

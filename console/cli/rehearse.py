@@ -109,7 +109,18 @@ def rehearse(
         from ..app import LullApp
 
         path = None if library_flow_path(flow) is not None else resolve_flow(flow)
-        LullApp(compiled, flow_path=path, backend=the_backend, journal_dir=journal, notice=notice, verbose=verbose).run()
+        def another_backend():
+            # a restarted call gets a new backend on the same devices and loaded models;
+            # the console gives it its own journal folder
+            return _make_backend(
+                chosen, caller, None, input_device, output_device, voice, stt_model,
+                aec=not no_aec, keep_secret_audio=keep_secret_audio, models=getattr(the_backend, "models", None),
+            )
+
+        LullApp(
+            compiled, flow_path=path, backend=the_backend, journal_dir=journal, notice=notice, verbose=verbose,
+            backend_factory=another_backend,
+        ).run()
         return
     if notice:
         print_text(notice, console=err)
@@ -168,7 +179,9 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
     return "audio", ""
 
 
-def _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False):
+def _make_backend(
+    chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False, models=None
+):
     from ..text_backend import TextBackend
 
     if chosen == "text":
@@ -179,11 +192,12 @@ def _make_backend(chosen, caller, journal, input_device, output_device, voice, s
 
     from ..voice_backend import AudioBackend, FileBackend, VoiceModels
 
-    with err.status("loading the voice and the recognizer…"):
-        try:
-            models = VoiceModels.load(voice_path=voice, stt_model=stt_model)
-        except (VoiceError, RecognizerError) as exc:
-            fail(str(exc))
+    if models is None:
+        with err.status("loading the voice and the recognizer…"):
+            try:
+                models = VoiceModels.load(voice_path=voice, stt_model=stt_model)
+            except (VoiceError, RecognizerError) as exc:
+                fail(str(exc))
     if chosen == "file":
         try:
             return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
