@@ -17,7 +17,8 @@ PromptKind = Literal[
     "reminder",  # a ladder stage prompt (gentle check, alternative route)
     "acknowledgement",  # "Sure, take your time." once per pause (W3)
     "filler",  # tool still running (L10)
-    "reprompt",  # the missing-response watchdog fired (W2)
+    "reprompt",  # words not understood (no-match), or the missing-response watchdog (W2)
+    "route_unavailable",  # the caller asked for a route that does not exist now
     "channel_recovery",  # honest notice that the line has a problem (L9)
     "close",  # the final message (L11)
     "statement",  # says something that asks nothing (greeting, disclosure)
