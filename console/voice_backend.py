@@ -23,8 +23,10 @@ One caller utterance, from the microphone to the core:
    becomes a caller turn only with evidence beyond the echo estimate
    (`voices.echo.EchoGate`); while the input is failed, nothing heard is a turn;
 4. a turn that ended goes to whisper in a worker (`_recognize`), then back to the loop
-   (`_heard`): intent, `CallerUtterance` into the core; its latency is noted when the
-   next prompt's first sample plays (`console.turn_latency.TurnLatency`).
+   (`_heard`): intent, `CallerUtterance` into the core; if the core answers it with a
+   prompt, the turn's latency is noted when that prompt's first sample plays, from the
+   end of the caller's speech as heard to the first audible sample
+   (`console.turn_latency.TurnLatency`); a turn the agent does not answer has none.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from ladder import (
     TurnStarted,
 )
 from voices.echo import EchoGate, power
+from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 
 from .secret_audio import SecretAudio
@@ -147,7 +150,10 @@ class VoiceBackend:
         self._turns = 0
         self._segment: _Segment | None = None
         self._evidence: deque[tuple[float, bool | None]] = deque(maxlen=EVIDENCE_WINDOW)
-        self._pending_latency: TurnLatency | None = None
+        self._answering: TurnLatency | None = None  # the turn being fed to the core
+        self._latency_of: dict[int, TurnLatency] = {}  # prompt token -> the turn it answers
+        self._lead_ms: dict[int, float] = {}  # prompt token -> its first chunk's leading silence
+        self.unanswered_turns = 0  # caller turns the agent did not answer with a prompt
         self._input_failed = False
         self._previews = 0
         self.matcher = None
@@ -228,6 +234,9 @@ class VoiceBackend:
     # -- speaking ----------------------------------------------------------------------
 
     def speak(self, prompt: RequestPrompt) -> None:
+        if self._answering is not None and not self._latency_of.get(prompt.token):
+            self._latency_of[prompt.token] = self._answering  # asked for by the turn just heard
+            self._answering = None
         self._texts[prompt.token] = prompt.text
         self.secrets.prompt(prompt.token, prompt.text)
         self._tts.submit(self._synthesize, prompt.token, prompt.text)
@@ -236,6 +245,9 @@ class VoiceBackend:
         """Worker thread: one chunk per sentence, stopping between chunks when cancelled."""
         try:
             for chunk in self.models.voice.synthesize(text, cancelled=lambda: token in self._cancelled):
+                if token not in self._lead_ms:  # the first chunk: how long until it is audible
+                    onset = audible_onset(chunk, self.models.voice.sample_rate)
+                    self._lead_ms[token] = 0.0 if onset is None else onset * 1000.0 / self.models.voice.sample_rate
                 self.loop.call_soon_threadsafe(self.output.append, token, chunk)
         except Exception as exc:  # an edge failing is an event for the core, not a crash
             self.loop.call_soon_threadsafe(self._feed, PromptFailed(token, f"tts_error: {exc}"))
@@ -244,6 +256,7 @@ class VoiceBackend:
 
     def cancel(self, token: int) -> None:
         self._cancelled.add(token)
+        self._latency_of.pop(token, None)  # an answer cut before it played has no latency
         if self.output is not None:
             self.output.interrupt(token)
 
@@ -260,9 +273,12 @@ class VoiceBackend:
         if kind == "started":
             self.secrets.prompt_started(token, t_ms)
             self.on_line("agent", self._texts.get(token, ""))
-            if self._pending_latency is not None and self._pending_latency.first_audio is None:
-                self._pending_latency.first_audio = t_ms
-                self._finish_latency()
+            latency = self._latency_of.pop(token, None)
+            if latency is not None:
+                latency.first_audio = t_ms
+                latency.leading_silence_ms = self._lead_ms.get(token, 0.0)
+                self._finish_latency(latency)
+            self._lead_ms.pop(token, None)
             self._feed(PlaybackStarted(token))
         elif kind == "completed":
             self.secrets.prompt_ended(token, t_ms)
@@ -374,7 +390,11 @@ class VoiceBackend:
             drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
             audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
         self.secrets.turn(turn, audio_from, event.t_ms)
-        latency = TurnLatency(turn, event.t_ms, audio_s=len(audio) / VAD_RATE)
+        latency = TurnLatency(turn, event.t_ms, audio_s=len(audio) / VAD_RATE, vad_speech_end=event.speech_end_ms)
+        end = audible_end(audio, VAD_RATE)
+        if end is not None and event.audio_end_ms is not None:
+            # the last audible 5 ms of what the caller said: their speech ended there
+            latency.speech_end = event.audio_end_ms - (len(audio) - end) * 1000.0 / VAD_RATE
         self._stt.submit(self._recognize, turn, seq, audio, latency)
 
     def _recognize(self, turn: str, seq: int, audio: np.ndarray | None, latency: TurnLatency) -> None:
@@ -396,15 +416,16 @@ class VoiceBackend:
         intent, score = self.matcher.match(text) if text else (None, 0.0)
         self.on_line("caller", text or f"({recognition.reason})")
         self.secrets.heard(turn, text)
-        self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason))
+        self._answering = latency
+        try:
+            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason))
+        finally:
+            answered, self._answering = self._answering is None, None
         latency.decision = self.session.now_ms()
-        self._pending_latency = latency
+        if not answered:
+            self.unanswered_turns += 1  # no prompt answers it: no latency to measure
 
-    def _finish_latency(self) -> None:
-        latency = self._pending_latency
-        self._pending_latency = None
-        if latency is None:
-            return
+    def _finish_latency(self, latency: TurnLatency) -> None:
         self.latencies.append(latency)
         if self.session is not None:
             self.session.note("turn_latency", latency.as_dict())

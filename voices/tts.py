@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .levels import trim_leading_silence
+
 
 class VoiceError(ValueError):
     """A piper voice could not be loaded; the message is one line naming the file."""
@@ -78,6 +80,7 @@ class PiperVoice:
         self.model_path = path
         self.name = path.name.removesuffix(".onnx")
         self.deterministic = deterministic
+        self.trim_leading = True  # each prompt's first chunk starts at its first sound
         self.sample_rate: int = int(self._voice.config.sample_rate)
         # noise_scale/noise_w_scale = 0 removes piper's sampling noise: output is then
         # bit-identical run to run (tests and replay rely on that).
@@ -123,7 +126,13 @@ class PiperVoice:
 
         ``cancelled()`` is checked before each sentence and again before its chunk is
         yielded, so a cancellation during synthesis drops that sentence too.
+
+        The first chunk starts at its first sound: piper puts 20-60 ms of silence
+        before it, which the caller would only wait through (`voices.levels.
+        trim_leading_silence` keeps 10 ms of it, so no phoneme is clipped). Later
+        chunks keep theirs: it is the pause between sentences.
         """
+        first = True
         for sentence in self.sentences(text):
             if cancelled():
                 return
@@ -131,6 +140,9 @@ class PiperVoice:
             if cancelled():
                 return
             if audio.size:
+                if first and self.trim_leading:
+                    audio = trim_leading_silence(audio, self.sample_rate)
+                first = False
                 yield audio
 
     def synthesize_all(self, text: str) -> np.ndarray:

@@ -93,6 +93,7 @@ class SpeechEvent:
     audio: np.ndarray | None = field(default=None, compare=False, repr=False)
     speech_start_ms: float | None = None
     speech_end_ms: float | None = None
+    audio_end_ms: float | None = None  # just after the last sample of `audio`
 
 
 _SILENCE_DBFS = -120.0
@@ -263,6 +264,7 @@ class SpeechSegmenter:
             audio,
             speech_start_ms=self._speech_start_ms,
             speech_end_ms=self._last_speech_end_ms,
+            audio_end_ms=now_ms - trim * self._frame_ms,
         )
         self._state = "idle"
         self._utterance = []

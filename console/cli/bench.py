@@ -42,6 +42,14 @@ def bench_turn(
     busy = result["loop_lateness_ms"]["while_stt_runs"]
     table.add_row("loop timer lateness while whisper runs", _fmt(busy["median"]), f"{_fmt(busy['p90'])} (max {_fmt(busy['max'])})")
     out.print(table)
+    gaps = ", ".join(f"{_fmt(g)} ({why})" for g, why in zip(result["perceived_gap_ms"], result["end_of_turn"], strict=True))
+    out.print(f"perceived gap per turn, ms (end of turn by): {gaps}; turns not answered: {result['turns_unanswered']}")
+    options = Table(title="whisper options on the same utterances", title_justify="left")
+    for column in ("options", "median ms", "p90 ms", "digits right"):
+        options.add_column(column)
+    for name, row in result["whisper_options"].items():
+        options.add_row(name, _fmt(row["median_ms"]), _fmt(row["p90_ms"]), f"{row['digits_right']}/{row['of']}")
+    out.print(options)
     for label in ("aec_off", "aec_on") if "echo_path" in result else ():
         run = result["echo_path"][label]
         out.print(
