@@ -27,7 +27,10 @@ BLAMING = (
     "you are not listening", "you must answer", "you need to answer", "i told you",
 )
 
-LADDER_TEXTS = ("acknowledgement", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending", "close_deadline")
+LADDER_TEXTS = (
+    "acknowledgement", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
+    "close_deadline", "close_tool_failed", "route_unavailable", "routes_available",
+)
 
 
 LADDER_BOUNDS = (
@@ -80,12 +83,34 @@ def prompt_items(flow: CompiledFlow) -> list[PromptItem]:
             )
     for name in LADDER_TEXTS:
         items.append(PromptItem(f"ladder:{name}", f"ladder {name.replace('_', ' ')}", ("ladder", name), getattr(policy, name), None))
+    items += _question_ladder_items(flow)
     for i, stage in enumerate(policy.stages):
         items.append(
             PromptItem(f"wait:{stage.name}", f"wait {stage.name} (ms)", ("ladder", "stages", i, "wait_ms"), ms_text(stage.wait_ms), None, "ms")
         )
     for name, about in LADDER_BOUNDS:
         items.append(PromptItem(f"bound:{name}", f"bound {name} ({about})", ("ladder", name), ms_text(getattr(policy, name)), None, "ms"))
+    return items
+
+
+def _question_ladder_items(flow: CompiledFlow) -> list[PromptItem]:
+    """Wording a stage's own ladder gives its question (the confirmation's reminders)."""
+    items = []
+    waits = {stage.name: stage.wait_ms for stage in flow.ladder.stages}
+    for i, stage in enumerate(flow.spec.stages):
+        own = stage.ladder or {}
+        for name, prompt in (own.get("prompts") or {}).items():
+            if isinstance(prompt, str):
+                path, text = ("stages", i, "ladder", "prompts", name), prompt
+            elif isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
+                path, text = ("stages", i, "ladder", "prompts", name, "prompt"), prompt["prompt"]
+            else:
+                continue
+            items.append(PromptItem(f"question:{stage.id}:{name}", f"{stage.id} ladder {name}", path, text, waits.get(name)))
+        for name in LADDER_TEXTS:
+            if isinstance(own.get(name), str):
+                path = ("stages", i, "ladder", name)
+                items.append(PromptItem(f"question:{stage.id}:{name}", f"{stage.id} ladder {name.replace('_', ' ')}", path, own[name], None))
     return items
 
 

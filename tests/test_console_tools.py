@@ -206,3 +206,16 @@ async def test_choosing_a_ladder_move_shows_why():
 def test_silent_backend_is_still_what_others_import():
     assert SilentBackend().name == "silent"
     assert asyncio.iscoroutinefunction(SilentBackend().start)
+
+
+def test_a_questions_own_ladder_wording_is_listed_for_editing():
+    # the confirmation's reminders are its own (a per-question ladder): the editor lists them
+    from console.prompts import prompt_items
+    from sessions.flowfiles import load_flow
+
+    items = {item.key: item for item in prompt_items(load_flow("reference_code"))}
+    gentle = items["question:confirm_code:gentle_check"]
+    assert gentle.path == ("stages", 3, "ladder", "prompts", "gentle_check")
+    assert "Was the code I read out right?" in gentle.text
+    assert items["question:confirm_code:alternative_route"].path[-1] == "prompt"
+    assert "ladder:route_unavailable" in items and "ladder:close_tool_failed" in items
