@@ -28,33 +28,9 @@ FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "re
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
 LEXICAL_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 
-# Phrasings a caller might use, none of them an example in the flow. Written before
-# measuring and kept as written, misses included; one swap: "uh-huh" turned out to be
-# the example "uh huh" once punctuation goes, and was replaced by "I see" (a miss).
-HELD_OUT: dict[str, tuple[str, ...]] = {
-    "wait_request": (
-        "hold on a sec", "can you give me a minute", "one moment please, I'm looking",
-        "wait while I grab it", "just a second", "bear with me", "hang on a moment",
-        "give me a sec to find it",
-    ),
-    "ready": (
-        "okay I've got it", "right, I'm back", "found it", "got it here now",
-        "alright I'm ready now", "I've found the letter", "okay, I have the code in front of me",
-    ),
-    "repeat_request": (
-        "pardon?", "sorry, what did you ask?", "could you say it again", "repeat the question please",
-        "I didn't catch that", "come again?", "what did you say",
-    ),
-    "route:transfer": (
-        "I want to talk to a real person", "put me through to someone", "can I speak to an operator",
-        "let me talk to a human being", "connect me with a representative", "I'd like to speak to somebody",
-    ),
-    "route:continue_without_code": (
-        "I don't have the code", "let's skip that", "carry on without it",
-        "I can't find the code, let's go on", "just continue without the reference", "I haven't got it",
-    ),
-    "backchannel": ("mhm", "I see", "yeah yeah", "right right", "ok"),
-}
+# Phrasings a caller might use, none of them an example in the flow (voices.intent_bench:
+# written before measuring and kept as written; `lull bench intents` prints them too).
+from voices.intent_bench import FRESH, HELD_OUT  # noqa: E402
 
 UNRELATED = (
     "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
@@ -146,27 +122,23 @@ def test_held_out_phrasings_are_not_examples() -> None:
     assert [p for phrases in HELD_OUT.values() for p in phrases if normalise(p) in reduced] == ["right, I'm back"]
 
 
-# Below 80% at the default threshold, for want of examples more than discrimination
-# (the right intent mostly still ranks first, see the next test): the model relates
-# neither "pardon?" (0.10) nor "I didn't catch that" to the flow's repeat examples, nor
-# "connect me with a representative" (0.31) and "put me through to someone" to the
-# transfer ones, nor "mhm" (0.28) and "I see" to the backchannel ones. Each comes back
-# unclear (a reprompt), not as another intent. The fix is more examples in the flow;
-# strict xfail flags when that happens.
-_SHORT_OF_EXAMPLES = {"repeat_request", "route:transfer", "backchannel"}
-
-
-@pytest.mark.parametrize(
-    "intent",
-    [
-        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason="flow lacks examples for these phrasings"))
-        if i in _SHORT_OF_EXAMPLES
-        else i
-        for i in HELD_OUT
-    ],
-)
+# Once below 80 % for want of examples ("pardon?", "connect me with a representative",
+# "mhm" came back unclear) and for negation ("I haven't got it" read as ready): the
+# flow now has more examples per intent and the matcher compares polarity
+# (voices.interpret.NEGATIONS). At least 90 % on every intent, on both held-out sets.
+@pytest.mark.parametrize("intent", list(HELD_OUT))
 def test_embedding_accuracy_per_intent(embedding_table: dict[str, Counter[str]], intent: str) -> None:
-    assert accuracy(embedding_table)[intent] >= 0.8
+    assert accuracy(embedding_table)[intent] >= 0.9
+
+
+def test_embedding_accuracy_on_phrasings_written_later(embedding: EmbeddingMatcher) -> None:
+    # a second held-out set, never tuned against (lull bench intents prints it per
+    # intent): the misses come back unclear, and overall it stays above 85 %
+    got = {p: embedding.match(p)[0] for phrases in FRESH.values() for p in phrases}
+    wrong = {p: got[p] for i, phrases in FRESH.items() for p in phrases if got[p] not in (i, None)}
+    right = sum(got[p] == i for i, phrases in FRESH.items() for p in phrases)
+    assert right / len(got) >= 0.85, got
+    assert len(wrong) <= 1, wrong
 
 
 def test_embedding_ranks_the_right_intent_first(embedding: EmbeddingMatcher) -> None:
@@ -204,19 +176,25 @@ def test_call_like_off_topic_is_mostly_unclear(embedding: EmbeddingMatcher, lexi
 
 
 def test_near_tie_is_unclear(embedding: EmbeddingMatcher) -> None:
-    # "I found the code": ready 0.500 vs continue_without_code 0.499 (the shared word
-    # "code"). Without the margin rule it would be a coin flip between them.
-    text = "I found the code"
-    no_margin = EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD, model=embedding.model, margin=0.0)
+    # Two intents whose examples are about as close to the turn: without the margin
+    # rule it would be a coin flip between them.
+    intents = {"ready": ("I found the letter",), "route:continue_without_code": ("I found no letter",)}
+    text = "the letter"
+    no_margin = EmbeddingMatcher(intents, 0.0, model=embedding.model, margin=0.0)
+    tied = EmbeddingMatcher(intents, 0.0, model=embedding.model, margin=1.0)
     assert no_margin.match(text)[0] is not None
-    assert embedding.match(text)[0] is None
+    assert tied.match(text)[0] is None
 
 
-@pytest.mark.xfail(strict=True, reason="averaged word embeddings: 'the code' pulls to 'carry on without the code'")
-def test_known_limit_having_the_code_is_ready(embedding: EmbeddingMatcher) -> None:
-    # Measured: continue_without_code 0.528, runner-up 0.10. Confidently wrong, so the
-    # flow needs ready examples that mention the code (or the route needs confirming).
-    assert embedding.match("I've got the code")[0] == "ready"
+@pytest.mark.parametrize("text", ["I've got the code", "I found the code", "I have the code in front of me"])
+def test_having_the_code_is_ready(embedding: EmbeddingMatcher, text: str) -> None:
+    # once read as "carry on without the code" (0.528): the shared words pulled it there
+    assert embedding.match(text)[0] == "ready"
+
+
+@pytest.mark.parametrize("text", ["I haven't got the code", "I don't have it with me"])
+def test_not_having_the_code_is_not_ready(embedding: EmbeddingMatcher, text: str) -> None:
+    assert embedding.match(text)[0] == "route:continue_without_code"
 
 
 def test_empty_turn_is_unclear(embedding: EmbeddingMatcher) -> None:

@@ -48,6 +48,22 @@ _LEADING_MARKERS = frozenset(
 )
 
 
+# An averaged word embedding cannot tell "I've got it" from "I haven't got it": the
+# words are the same but one. So polarity is compared explicitly: an example whose
+# polarity differs from the utterance's (one negated, the other not) has its similarity
+# scaled by this, and "I haven't got it" reads as having no code, not as ready.
+NEGATIONS = frozenset(
+    "not no never nothing without cannot can't cant don't dont didn't didnt haven't havent hasn't "
+    "hasnt isn't isnt wasn't wasnt won't wont doesn't doesnt couldn't couldnt aren't arent".split()
+)
+POLARITY_MISMATCH = 0.75
+
+
+def negated(text: str) -> bool:
+    """Does the normalised text deny something ("I haven't got it", "carry on without it")?"""
+    return any(w in NEGATIONS for w in text.split())
+
+
 class InterpreterError(RuntimeError):
     """The interpreter cannot run (e.g. the embedding model would not load)."""
 
@@ -108,6 +124,7 @@ class EmbeddingMatcher:
         self._names = [name for name, phrases in intents.items() if phrases]
         phrases = [normalise(p) for name in self._names for p in intents[name]]
         self._owner = np.array([i for i, name in enumerate(self._names) for _ in intents[name]])
+        self._negated = np.array([negated(p) for p in phrases], dtype=bool)
         self._examples = self._unit(phrases)  # embedded once: (n_examples, dim)
 
     def _unit(self, texts: list[str]) -> np.ndarray:
@@ -122,6 +139,7 @@ class EmbeddingMatcher:
         if not said or not self._names:
             return {name: 0.0 for name in self._names}
         sims = self._examples @ self._unit([said])[0]
+        sims = np.where(self._negated == negated(said), sims, sims * POLARITY_MISMATCH)
         best = np.full(len(self._names), -1.0, dtype=np.float32)
         np.maximum.at(best, self._owner, sims)
         return {name: float(best[i]) for i, name in enumerate(self._names)}

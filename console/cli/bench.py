@@ -65,6 +65,40 @@ def bench_turn(
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
 
 
+@bench_app.command("intents")
+def bench_intents(
+    flow: Annotated[str, typer.Option("--flow", help="A library flow name or a flow file.")] = "reference_code",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Intent matching accuracy per intent on phrasings the flow does not contain (real embedding model).
+
+    Example: lull bench intents
+    """
+    from voices.intent_bench import run_intent_bench
+
+    result = run_intent_bench(flow)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"intent matching on {result['flow']} (threshold {result['threshold']}, margin {result['margin']})", title_justify="left")
+    for column in ("intent", *result["sets"]):
+        table.add_column(column)
+    intents = list(next(iter(result["sets"].values())))
+    for intent in intents:
+        table.add_row(intent, *(f"{t[intent]['right']}/{t[intent]['of']}  {t[intent]['accuracy']:.0%}" for t in result["sets"].values()))
+    out.print(table)
+    for name, table_ in result["sets"].items():
+        for intent, row in table_.items():
+            for phrase, got in row["misses"].items():
+                out.print(f"  {name} miss: {phrase!r} ({intent}) -> {got}")
+    out.print(f"clearly unrelated accepted: {len(result['unrelated_accepted'])}/{result['unrelated_of']}; "
+              f"matching {result['match_ms_per_turn']} ms a turn")
+    if result["phrasings_that_are_flow_examples"]:
+        out.print(f"  not held out (flow examples): {result['phrasings_that_are_flow_examples']}")
+    for name, ok in result["targets"].items():
+        out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
 @bench_app.command("replay")
 def bench_replay(
     sessions: Annotated[int, typer.Option("--sessions", help="How many synthetic sessions to report over.")] = 10_000,
