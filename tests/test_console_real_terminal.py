@@ -423,3 +423,21 @@ async def test_idle_panels_are_not_redrawn():
         # and no fast timer is left: the panels' interval is one second
         intervals = [t._interval for t in screen._timers if t.name != "screen_update"]  # textual's own, paused
         assert intervals and min(intervals) >= 0.25
+
+
+def test_timer_names_and_origins_are_never_cut_mid_word():
+    # at 100x30 "playback_estimate" came out as "playback_estimat" / "e"
+    from rich.console import Console
+
+    from console.widgets.lanes import _grid, timer_lines
+
+    snapshot = {"timers": {"playback_estimate": {"due": 9000, "generation": 4, "origin": "estimate_from_start"}}}
+    rows, _ = timer_lines(snapshot, 5000, [])
+    table = _grid("timer", "gen", "left", "origin", wrap="origin")
+    for kind, gen, when, origin, _ in rows:
+        table.add_row(kind, gen, when, origin)
+    console = Console(width=40, record=True)
+    console.print(table)
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("playback_estimate gen 4 4s")
+    assert "estimate from start" in " ".join(" ".join(line.split()) for line in lines)

@@ -28,18 +28,30 @@ def countdown(left_ms: float) -> str:
     return f"{max(0, math.ceil(left_ms / 1000 - 1e-9))}s"
 
 
-def _grid(*columns: str) -> Table:  # noqa: D103
+def _grid(*columns: str, wrap: str) -> Table:
+    """Identifier columns never wrap (a timer kind is not cut mid-word); only `wrap`,
+    whose words are separated by spaces, wraps at the panel's width."""
     table = Table.grid(padding=(0, 1))
     for name in columns:
-        table.add_column(name, overflow="fold")  # wrap at words; fold only a word wider than the panel
+        if name == wrap:
+            table.add_column(name, overflow="fold", ratio=1)  # fold only a word wider than the panel
+        else:
+            table.add_column(name, no_wrap=True)
     return table
+
+
+def words_of(identifier: str) -> str:
+    """"estimate_from_start" -> "estimate from start": wraps at words, not mid-name."""
+    return identifier.replace("_", " ")
 
 
 def timer_lines(snapshot: dict, now: float, rejected: list[dict], ended: bool = False) -> tuple[list[tuple], list[str]]:
     rows = []
     for kind, timer in sorted(snapshot["timers"].items(), key=lambda kv: kv[1]["due"]):
         when = f"due {timer['due'] / 1000:.1f}s" if ended else countdown(timer["due"] - now)
-        rows.append((kind, f"gen {timer['generation']}", when, f"from {timer['origin']}", timer["origin"] == "estimated"))
+        origin = words_of(timer["origin"])
+        origin = origin if " from " in f" {origin} " else f"from {origin}"  # "estimate from start"
+        rows.append((kind, f"gen {timer['generation']}", when, origin, timer["origin"] == "estimated"))
     rejects = []
     for record in rejected:
         what = record.get("event", "?")
@@ -70,7 +82,7 @@ class TimerLane(Panel):
         else:
             if ended:
                 parts.append(Text("the run ended with these still armed (they never fire):", style="dim"))
-            table = _grid("timer", "gen", "left", "origin")
+            table = _grid("timer", "gen", "left", "origin", wrap="origin")
             for kind, gen, when, origin, estimated in rows:
                 style = "yellow" if estimated else ""
                 table.add_row(Text(kind, style=style), gen, Text(when, style="bold"), Text(origin, style=style))
@@ -107,7 +119,7 @@ class PromptLane(Panel):
         if not rows:
             self.set_content(Text("no prompt yet", style="dim"), key=rows)
             return
-        table = _grid("token", "kind", "stage", "status")
+        table = _grid("token", "kind", "stage", "status", wrap="status")
         for token, kind, stage, status, style in rows:
             table.add_row(token, kind, stage, Text(status, style=style))
         self.set_content(table, key=rows)
