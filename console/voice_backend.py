@@ -22,6 +22,15 @@ One caller utterance, from the microphone to the core:
 3. `_listen`: Silero VAD segments the audio; while the agent is audible, a segment
    becomes a caller turn only with evidence beyond the echo estimate
    (`voices.echo.EchoGate`); while the input is failed, nothing heard is a turn;
+3b. slot-aware end of turn (V9): at each pause's onset within a turn, while a question
+   is pending, what was said so far is decoded in the STT worker (`_pause_started`,
+   speculatively). If it holds a complete value for the pending slot (a code of the
+   allowed length, a clear yes or no) the turn ends once the pause has lasted the
+   stage's `complete_value_end_ms`, not the whole hold; if it holds a partial value
+   (two digits of four) the hold grows to the stage's `partial_value_hold_ms`, so a
+   caller who pauses mid-code gives one answer. Each decision is journaled
+   (`end_of_turn`, with its reason). If the pause becomes the end of the turn, the
+   speculative words are the turn's words: no second decode;
 4. a turn that ended goes to whisper in a worker (`_recognize`), then back to the loop
    (`_heard`): intent, `CallerUtterance` into the core; if the core answers it with a
    prompt, the turn's latency is noted when that prompt's first sample plays, from the
@@ -71,6 +80,10 @@ VAD_RATE = 16000
 PRE_ROLL_MS = 300
 BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
 EVIDENCE_WINDOW = 12  # the frames looked back on when a segment starts (about 380 ms)
+# slot-aware end of turn, when no active stage sets its own (`timing` in the flow;
+# across active stages the longer wins, as for end_of_speech_ms)
+COMPLETE_VALUE_END_MS = 250.0
+PARTIAL_VALUE_HOLD_MS = 2500.0
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # its INFO lines would tear the TUI
 
 __all__ = ["AudioBackend", "FileBackend", "FileSpeaker", "TurnLatency", "VoiceBackend", "VoiceModels"]
@@ -109,6 +122,19 @@ class _Segment:
     accepted_ms: float | None = None  # when the evidence made it one
     echo_suspect: bool = False  # began while the agent was audible
     ignored: str | None = None  # never a turn: why
+
+
+@dataclass
+class _Speculation:
+    """The decode of a turn's audio at the onset of a pause in it."""
+
+    onset_ms: float
+    turn: str
+    recognition: Any = None
+    stale: bool = False  # the caller spoke again: these words are not the turn's
+    audio_for_retry: Any = None  # the turn's audio, should the speculative decode fail
+    done: bool = False  # the decode came back (recognition None: it failed)
+    waiting: tuple | None = None  # (turn, seq, latency): the turn ended and waits for these words
 
 
 class VoiceBackend:
@@ -158,6 +184,10 @@ class VoiceBackend:
         self._previews = 0
         self.matcher = None
         self.segmenter = None
+        self._stage_hold = end_of_speech_ms  # the merged end-of-speech hold of the active stages
+        self._hold_extended = False  # this turn's pause holds a partial value
+        self._spec: _Speculation | None = None
+        self._frames_end_ms = 0.0  # the end of the last frame the VAD has seen
 
     # -- wiring ----------------------------------------------------------------------
 
@@ -168,7 +198,8 @@ class VoiceBackend:
         self.secrets.attach(session)
         # 300 ms of pre-roll: the VAD decides a little after the first syllable starts
         self.segmenter = SpeechSegmenter(
-            SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=PRE_ROLL_MS
+            SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=PRE_ROLL_MS,
+            report_pauses=True,
         )
         spec = session.flow.spec
         if self.models.matcher_kind == "embedding":
@@ -303,8 +334,9 @@ class VoiceBackend:
     # -- listening ----------------------------------------------------------------------
 
     def set_end_of_speech(self, ms: float | None) -> None:
+        self._stage_hold = ms if ms is not None else self.default_end_of_speech_ms
         if self.segmenter is not None:
-            self.segmenter.end_of_speech_ms = ms if ms is not None else self.default_end_of_speech_ms
+            self.segmenter.end_of_speech_ms = max(self._stage_hold, self.segmenter.end_of_speech_ms) if self._hold_extended else self._stage_hold
 
     def on_frames(self, frames: np.ndarray, t_ms: float) -> None:
         """On the loop: 16 kHz mono microphone frames; t_ms on the session clock (first sample)."""
@@ -326,11 +358,17 @@ class VoiceBackend:
     def _listen(self, frames: np.ndarray, t_ms: float) -> None:
         far_p = self.echo.far_recent_power if self.echo is not None else 0.0
         evidence = self.gate.frame(power(frames), far_p)
+        self._frames_end_ms = t_ms + len(frames) * 1000.0 / VAD_RATE
         for event in self.segmenter.feed(frames, t_ms):
             if event.kind == "speech_started":
                 self._segment_started(event)
             elif event.kind == "speech_ended":
                 self._segment_ended(event)
+            elif event.kind == "pause_started":
+                self._pause_started(event)
+            elif event.kind == "speech_resumed" and self._spec is not None:
+                self._spec.stale = True  # the caller went on: the pause was not the end
+                self._spec = None
         seg = self._segment
         if evidence is None:  # the agent is not audible: what the VAD calls speech is the caller
             evidence = self.segmenter.last_probability >= self.segmenter.threshold
@@ -366,8 +404,117 @@ class VoiceBackend:
             self.echo.caller_active = True
         self._feed(TurnStarted(*seg.turn))
 
-    def _segment_ended(self, event) -> None:
+    # -- slot-aware end of turn (V9) ---------------------------------------------------
+
+    def _pending_slot(self):
+        """(slot spec, slot's partial digits, complete_value_end_ms, partial_value_hold_ms)
+        for the slot the pending question waits for, or None."""
+        rt = getattr(self.session, "runtime", None)
+        if rt is None or rt.asking is None or rt.ladder.pending_episode is None:
+            return None
+        from ladder.flow.compile import stage_timing
+
+        stage = rt.flow.stage(rt.asking[1])
+        slot = next((s for s in stage.collect if rt.state.get(s) is None), None)
+        if slot is None:
+            return None
+        timings = [stage_timing(rt.flow.stage(s)) for s in rt.active_stages()]
+
+        def longest(name: str, default: float) -> float:
+            return max((getattr(t, name, None) for t in timings if t is not None and getattr(t, name, None)), default=default)
+
+        return (rt.flow.spec.slots[slot], rt.partial.get(slot, ""),
+                longest("complete_value_end_ms", COMPLETE_VALUE_END_MS), longest("partial_value_hold_ms", PARTIAL_VALUE_HOLD_MS))
+
+    def _pause_started(self, event) -> None:
+        """On the loop: a pause began within a caller turn: decode what was said so far."""
+        seg = self._segment
+        if self._spec is not None:
+            self._spec.stale = True
+            self._spec = None
+        if seg is None or seg.turn is None or self._input_failed or self._pending_slot() is None:
+            return
+        audio, _ = self._turn_audio(seg, event.audio, event.speech_start_ms)
+        spec = self._spec = _Speculation(event.t_ms, seg.turn[0])
+        self._stt.submit(self._speculate, spec, audio)
+
+    def _speculate(self, spec: _Speculation, audio: np.ndarray) -> None:
+        """Worker thread: the speculative decode (skipped if the caller already went on)."""
+        from voices.stt import RecognizerError
+
+        if spec.stale:
+            return
+        try:
+            recognition = self.models.recognizer.transcribe(audio)
+        except RecognizerError:
+            recognition = None  # the turn's own decode reports a failing recognizer
+        self.loop.call_soon_threadsafe(self._speculated, spec, recognition)
+
+    def _speculated(self, spec: _Speculation, recognition) -> None:
+        """On the loop: the words at the pause's onset. End the turn, hold it open, or wait."""
+        if spec.waiting is not None:  # the turn ended on its hold meanwhile: these are its words
+            turn, seq, latency = spec.waiting
+            if recognition is None:
+                self._stt.submit(self._recognize, turn, seq, spec.audio_for_retry, latency)
+                return
+            latency.speculative = True
+            self._heard(turn, seq, recognition, latency)
+            return
+        spec.done = True
+        spec.recognition = recognition
+        if spec.stale or self._spec is not spec or recognition is None:
+            return
+        pending = self._pending_slot()
+        if pending is None or not recognition.text:
+            return
+        slot_spec, partial, end_ms, hold_ms = pending
+        from ladder.flow.text import answer_progress
+
+        intent = self.matcher.match(recognition.text)[0] if self.matcher is not None else None
+        progress = answer_progress(slot_spec.type, recognition.text, min_length=slot_spec.min_length,
+                                   max_length=slot_spec.max_length, partial=partial, answer_phrase=intent == "answer")
+        pause_ms = self._frames_end_ms - spec.onset_ms
+        if progress == "complete":
+            wait = max(0.0, end_ms - pause_ms)
+            self._note_end_of_turn(spec, "end_now", "complete_value", pause_ms=round(max(pause_ms, end_ms), 1))
+            if wait > 0:
+                self.loop.call_later(wait / 1000.0, self._end_on_value, spec)
+            else:
+                self._end_on_value(spec)
+        elif progress == "partial" and not self._hold_extended:
+            self._hold_extended = True
+            self.segmenter.end_of_speech_ms = max(self._stage_hold, hold_ms)
+            self._note_end_of_turn(spec, "hold_open", "partial_value", hold_ms=self.segmenter.end_of_speech_ms)
+
+    def _end_on_value(self, spec: _Speculation) -> None:
+        if spec.stale or self._spec is not spec or self._segment is None:
+            return  # the caller went on, or the turn already ended
+        event = self.segmenter.finish(self._frames_end_ms)
+        if event is not None:
+            self._segment_ended(event, end_of_turn="complete_value")
+
+    def _note_end_of_turn(self, spec: _Speculation, decision: str, reason: str, **detail) -> None:
+        if self.session is not None:
+            self.session.note("end_of_turn", {"turn": spec.turn, "decision": decision, "reason": reason, **detail})
+
+    def _turn_audio(self, seg: _Segment, audio: np.ndarray | None, speech_start_ms: float) -> tuple[np.ndarray, float]:
+        """A turn's audio and the session ms of its first sample."""
+        audio = audio if audio is not None else np.zeros(0, np.float32)
+        audio_from = speech_start_ms - PRE_ROLL_MS
+        if seg.accepted_ms is not None:
+            # it began as the agent's own voice: keep from a little before the evidence
+            keep_from = seg.accepted_ms - PRE_ROLL_MS
+            drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
+            drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
+            audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
+        return audio, audio_from
+
+    def _segment_ended(self, event, end_of_turn: str | None = None) -> None:
         seg, self._segment = self._segment, None
+        spec, self._spec = self._spec, None
+        extended, self._hold_extended = self._hold_extended, False
+        if self.segmenter is not None:
+            self.segmenter.end_of_speech_ms = self._stage_hold
         if self.echo is not None:
             self.echo.caller_active = False
         if seg is None:
@@ -381,20 +528,24 @@ class VoiceBackend:
             return
         turn, seq = seg.turn
         self._feed(TurnEnded(turn, seq))
-        audio = event.audio if event.audio is not None else np.zeros(0, np.float32)
-        audio_from = event.speech_start_ms - PRE_ROLL_MS
-        if seg.accepted_ms is not None:
-            # it began as the agent's own voice: keep from a little before the evidence
-            keep_from = seg.accepted_ms - PRE_ROLL_MS
-            drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
-            drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
-            audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
+        audio, audio_from = self._turn_audio(seg, event.audio, event.speech_start_ms)
         self.secrets.turn(turn, audio_from, event.t_ms)
         latency = TurnLatency(turn, event.t_ms, audio_s=len(audio) / VAD_RATE, vad_speech_end=event.speech_end_ms)
+        latency.end_of_turn = end_of_turn or ("partial_value_hold" if extended else "hold")
         end = audible_end(audio, VAD_RATE)
         if end is not None and event.audio_end_ms is not None:
             # the last audible 5 ms of what the caller said: their speech ended there
             latency.speech_end = event.audio_end_ms - (len(audio) - end) * 1000.0 / VAD_RATE
+        if spec is not None and spec.turn == turn and not spec.stale:
+            # no speech since the pause began: its decode is this turn's (reused, not redone)
+            if spec.recognition is not None:
+                latency.speculative = True
+                self.loop.call_soon(self._heard, turn, seq, spec.recognition, latency)
+                return
+            if not spec.done:
+                spec.audio_for_retry = audio
+                spec.waiting = (turn, seq, latency)
+                return
         self._stt.submit(self._recognize, turn, seq, audio, latency)
 
     def _recognize(self, turn: str, seq: int, audio: np.ndarray | None, latency: TurnLatency) -> None:

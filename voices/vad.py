@@ -88,7 +88,7 @@ class SpeechEvent:
     speech frame, end of the last), for journals and audio alignment.
     """
 
-    kind: Literal["speech_started", "speech_ended"]
+    kind: Literal["speech_started", "speech_ended", "pause_started", "speech_resumed"]
     t_ms: float
     audio: np.ndarray | None = field(default=None, compare=False, repr=False)
     speech_start_ms: float | None = None
@@ -115,6 +115,7 @@ class SpeechSegmenter:
         end_of_speech_ms: float = 700,
         min_speech_ms: float = 120,
         pre_roll_ms: float = 200,
+        report_pauses: bool = False,
     ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
@@ -124,6 +125,9 @@ class SpeechSegmenter:
         self.end_of_speech_ms = end_of_speech_ms
         self.min_speech_ms = float(min_speech_ms)
         self.pre_roll_ms = float(pre_roll_ms)
+        # also ``pause_started`` (the first quiet frame within speech, with the audio so
+        # far) and ``speech_resumed``: for a speculative decode at the pause's onset
+        self.report_pauses = report_pauses
         self._frame_ms = SileroVad.FRAME * 1000.0 / SAMPLE_RATE
         self._pre_roll_frames = math.ceil(self.pre_roll_ms / self._frame_ms)
         # Post-roll after the last speech frame kept in the utterance audio: the tail of
@@ -206,15 +210,24 @@ class SpeechSegmenter:
         if self._state == "speech":
             self._utterance.append(frame.copy())
             if p >= self.threshold:
+                resumed = self._frames_since_speech > 0
                 self._silence_ms = 0.0
                 self._last_speech_end_ms = end_ms
                 self._frames_since_speech = 0
+                if resumed and self.report_pauses:
+                    return SpeechEvent("speech_resumed", end_ms, None, speech_start_ms=self._speech_start_ms)
             else:
                 self._frames_since_speech += 1
                 if p < self.neg_threshold or self._silence_ms > 0:
                     self._silence_ms += self._frame_ms
             if self._silence_ms >= self._end_of_speech_ms:
                 return self._end(end_ms)
+            if self._frames_since_speech == 1 and self.report_pauses:
+                # the onset of a pause: what was said so far, for a speculative decode
+                return SpeechEvent(
+                    "pause_started", end_ms, np.concatenate(self._utterance),
+                    speech_start_ms=self._speech_start_ms, speech_end_ms=self._last_speech_end_ms, audio_end_ms=end_ms,
+                )
             return None
 
         self._history.append(frame.copy())
@@ -238,6 +251,13 @@ class SpeechSegmenter:
         if self._candidate_frames * self._frame_ms >= self.min_speech_ms:
             return self._start(end_ms)
         return None
+
+    def finish(self, now_ms: float) -> SpeechEvent | None:
+        """End the utterance in progress now (its pause already holds a complete
+        answer): the same ``speech_ended`` the hold would have given, sooner."""
+        if self._state != "speech":
+            return None
+        return self._end(now_ms)
 
     def _start(self, now_ms: float) -> SpeechEvent:
         keep = min(len(self._history), self._candidate_frames + self._pre_roll_frames)

@@ -37,6 +37,11 @@ class Timing(_Spec):
     filler_after_ms: Number | None = Field(default=None, gt=0)
     interruptible: Bool | None = None
     end_of_speech_ms: Number | None = Field(default=None, gt=0)
+    # Slot-aware end of turn (V9): a pause that already holds a complete value for the
+    # pending slot ends the turn after this much of it, instead of the whole hold; one
+    # that holds a partial value (two digits of four) keeps the turn open up to this.
+    complete_value_end_ms: Number | None = Field(default=None, gt=0)
+    partial_value_hold_ms: Number | None = Field(default=None, gt=0)
     context_delivery: Literal["immediate", "deferred"] | None = None
 
 

@@ -301,3 +301,36 @@ class LexicalMatcher:
             return None, 0.0
         name, score = max(scores.items(), key=lambda kv: kv[1])
         return (name if score >= self.threshold else None), round(score, 3)
+
+
+def answer_progress(
+    kind: str,
+    text: str,
+    *,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    partial: str = "",
+    answer_phrase: bool = False,
+) -> str | None:
+    """How far `text` answers a pending slot of this kind, read as the flow reads it:
+    "complete" (a code of the allowed length, a clear yes or no, a number), "partial"
+    (digits short of `min_length`, counting the `partial` already heard unless the
+    words restart), or None (no value, or words not about the slot). For a slot-aware
+    end of turn: a complete value may end the turn at the pause, a partial one keeps
+    it open."""
+    if kind == "digits":
+        digits = parse_digits(text)
+        if digits is None or not digit_answer_evidence(text, answer_phrase):
+            return None
+        whole = (min_length or 1) <= len(digits) <= (max_length or len(digits))
+        value = digits if restarts(text) or whole else partial + digits
+        if min_length and len(value) < min_length:
+            return "partial"
+        if max_length and len(value) > max_length:
+            return None
+        return "complete"
+    if kind == "yes_no":
+        return "complete" if parse_yes_no(text) is not None else None
+    if kind == "number":
+        return "complete" if parse_number(text) is not None else None
+    return None  # free text: nothing says it is complete

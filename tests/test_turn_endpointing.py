@@ -1,0 +1,97 @@
+"""Slot-aware end of turn (issue 10, item 2; design V9), with real models through the file
+backend: a pause that holds a complete value ends the turn without the whole hold; one
+that holds a partial value keeps it open, so a caller who pauses mid-code gives one
+answer with no reminder between the parts; each decision is journaled with its reason
+and the call replays CLEAN."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import numpy as np
+import pytest
+import soundfile
+
+from ladder.flow.text import answer_progress
+from sessions.flowfiles import check_data, library_flow_path
+from sessions.journal import read_journal
+from sessions.replay import replay
+
+
+@pytest.mark.parametrize(
+    "kind, text, partial, expected",
+    [
+        ("digits", "29 340", "", "complete"),
+        ("digits", "to 9", "", "partial"),
+        ("digits", "3 for 0", "29", "complete"),
+        ("digits", "no sorry, 5 5", "29", "partial"),  # a restart does not count what came before
+        ("digits", "go forward 10 meters", "", None),
+        ("digits", "1 2 3 4 5 6 7 8 9", "", None),  # longer than any code
+        ("yes_no", "yes that's right", "", "complete"),
+        ("yes_no", "well let me think", "", None),
+        ("text", "anything at all", "", None),
+    ],
+)
+def test_how_far_a_pause_answers_the_slot(kind, text, partial, expected):
+    assert answer_progress(kind, text, min_length=4, max_length=8, partial=partial) == expected
+
+
+@pytest.fixture(scope="module")
+def models():
+    from console.voice_backend import VoiceModels
+
+    return VoiceModels.load(deterministic=True)
+
+
+def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
+    from console.file_backend import FileBackend
+    from console.live import LiveSession
+    from voices.stt import resample
+
+    report = check_data(json.loads(library_flow_path("reference_code").read_text()), "reference_code")
+    quiet = tmp_path / "quiet.wav"
+    soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
+    backend = FileBackend(models, quiet)
+    session = LiveSession(report.flow, backend, journal_dir=tmp_path / "take")
+
+    def speech(text):
+        return resample(models.voice.synthesize_all(text), models.voice.sample_rate, 16000) * 0.8
+
+    def talk(audio):
+        i = backend.fed_samples + 512
+        backend.caller_audio = np.concatenate([backend.caller_audio[:i], np.zeros(max(0, i - len(backend.caller_audio)), np.float32), audio])
+
+    async def until(predicate, timeout=40):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+
+    async def body():
+        try:
+            await session.start()
+            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
+            await asyncio.sleep(0.3)
+            talk(np.concatenate([speech("two nine"), np.zeros(int(1.2 * 16000), np.float32), speech("three four zero")]))
+            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
+            await asyncio.sleep(0.5)
+        finally:
+            await session.stop()
+
+    asyncio.run(body())
+    assert session.runtime.state.get("reference_code") == "29340"
+    journal = read_journal(tmp_path / "take")
+    turns = [r for r in journal.inputs() if r["kind"] == "turn_started"]
+    assert len(turns) == 1, turns  # one answer, not two fragments
+    prompts = [r for r in journal.decisions() if r.get("effect") == "RequestPrompt"]
+    asked = next(i for i, r in enumerate(prompts) if r.get("kind") == "question")
+    assert [r["kind"] for r in prompts[asked + 1:]] == ["question"]  # the confirmation, no reminder before it
+    decisions = [(r["decision"], r["reason"]) for r in journal.decisions() if r.get("kind") == "end_of_turn"]
+    assert ("hold_open", "partial_value") in decisions and decisions[-1] == ("end_now", "complete_value"), decisions
+    latency = next(r for r in journal.decisions() if r.get("kind") == "turn_latency")
+    assert latency["end_of_turn"] == "complete_value" and latency["speculative"] is True
+    assert latency["hold_ms"] < 900  # ask_code's end-of-speech hold was not waited out
+    result = replay(tmp_path / "take")
+    assert result.verdict == "CLEAN", result.describe()
