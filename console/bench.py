@@ -196,6 +196,7 @@ STAGES = (
 # what the agent uses: the bench shows it beside the alternatives)
 WHISPER_VARIANTS = {
     "in use": {},
+    "10 s encoder window": {"window_s": 10.0},
     "with timestamps": {"without_timestamps": False},
     "no whisper VAD pass": {"vad_filter": False},
     "no fallback thresholds": {"log_prob_threshold": None, "compression_ratio_threshold": None, "no_speech_threshold": None},

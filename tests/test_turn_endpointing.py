@@ -95,3 +95,11 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     assert latency["hold_ms"] < 900  # ask_code's end-of-speech hold was not waited out
     result = replay(tmp_path / "take")
     assert result.verdict == "CLEAN", result.describe()
+
+
+def test_a_repetition_loop_is_recognised():
+    # a short encoder window's failure mode, decoded again with the full window
+    from voices.stt import _loops
+
+    assert _loops("926 8 926 8 926 8 926 8 926 8 926 8 926")
+    assert not _loops("4 8 2 1") and not _loops("5 5 5 5") and not _loops("yes yes")

@@ -66,8 +66,9 @@ def default_model_path() -> Path:
 
 
 # How each utterance is decoded. Measured side by side on the same utterances by
-# `lull bench turn` (whisper options): the decode is dominated by the encoder's fixed
-# 30 s window, so these options cost the same within noise on a 2-core machine;
+# `lull bench turn` (whisper options): with the full 30 s window the decode is the
+# encoder's, so these options cost the same within noise on a 2-core machine (the
+# window is what matters: SHORT_WINDOW_S);
 # without timestamps the decoder writes no timestamp tokens and tiny.en spells digits
 # out more reliably ("4-8-2-1" where it wrote "481."). vad_filter stays: whisper's own
 # VAD pass costs a few ms and turns a segment of pure noise into no words.
@@ -79,6 +80,23 @@ DECODE_OPTIONS = {
     "without_timestamps": True,
     "language": "en",
 }
+
+
+# The encoder's window, in seconds of audio. Whisper pads every utterance to 30 s and
+# the encoder's cost is that window's (0.45 s of 0.5 s here); CTranslate2 takes a
+# shorter one, as whisper.cpp's audio_ctx does: a 10 s window decodes in about 150 ms
+# instead of 530 ms, and on the bench's 19 single utterances it read the same digits
+# (a repetition loop, "926 8 926 8 ...", is caught by `_loops` and decoded again with
+# the full window). It is off: on a code said in two parts with a 1.2 s pause between
+# them (tests/test_turn_endpointing.py) the short window lost the last two digits,
+# which the full window reads. `lull bench turn` measures it beside the full window.
+SHORT_WINDOW_S: float | None = None
+_LOOP = re.compile(r"\b(\S+(?:\s+\S+){0,3}?)(?:[\s,.-]+\1\b){5,}", re.IGNORECASE)
+
+
+def _loops(text: str) -> bool:
+    """Does a decode repeat a phrase six times or more ("926 8 926 8 926 8 ...")?"""
+    return bool(_LOOP.search(text))
 
 
 class WhisperRecognizer:
@@ -112,6 +130,22 @@ class WhisperRecognizer:
         # slow each other down, and serialising keeps decode_s meaningful.
         self._lock = threading.Lock()
         self.options = dict(DECODE_OPTIONS)
+        self.short_window_s = SHORT_WINDOW_S
+
+    def _decode(self, x: np.ndarray, window_s: float | None, options: dict):
+        """One decode (under the lock), with the encoder's window cut to `window_s`."""
+        import faster_whisper.transcribe as fw
+
+        padding = fw.pad_or_trim
+        if window_s is not None:
+            frames = int(window_s * 100)  # 10 ms feature frames
+            fw.pad_or_trim = lambda array, length=3000, axis=-1: padding(array, length=min(length, frames), axis=axis)
+        try:
+            segments, info = self._model.transcribe(x, **options)
+            # segments is a generator: the decoding happens while we iterate.
+            return "".join(seg.text for seg in segments).strip(), info
+        finally:
+            fw.pad_or_trim = padding
 
     @staticmethod
     def _resolve(model: str | Path | None) -> tuple[str, str]:
@@ -128,20 +162,24 @@ class WhisperRecognizer:
             return str(path), path.name
         return str(model), str(model)
 
-    def transcribe(self, audio: np.ndarray, **options) -> Recognition:
+    def transcribe(self, audio: np.ndarray, *, window_s: float | None | str = "default", **options) -> Recognition:
         """Decode float32 mono 16 kHz audio; the lazy segments are consumed here.
 
-        `options` override `self.options` for this call (the bench compares them)."""
+        `options` override `self.options` for this call, `window_s` the encoder's
+        window (`SHORT_WINDOW_S`; None: the full 30 s); the bench compares them."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         audio_s = x.shape[0] / SAMPLE_RATE
         if x.size == 0:
             return Recognition("", "recognizer_empty", 0.0, 0.0, None)
+        window = self.short_window_s if window_s == "default" else window_s
+        if window is not None and audio_s + 1.0 > window:
+            window = None  # the utterance would not fit: the full window
         t0 = time.perf_counter()
         try:
             with self._lock:
-                segments, info = self._model.transcribe(x, **{**self.options, **options})
-                # segments is a generator: the decoding happens while we iterate.
-                raw = "".join(seg.text for seg in segments).strip()
+                raw, info = self._decode(x, window, {**self.options, **options})
+                if window is not None and _loops(raw):
+                    raw, info = self._decode(x, None, {**self.options, **options})
         except Exception as exc:
             raise RecognizerError(f"whisper decode failed: {_one_line(exc)}") from exc
         decode_s = time.perf_counter() - t0
