@@ -15,6 +15,14 @@ from console.app import LullApp
 from ladder import PlaybackCompleted, PlaybackStarted
 
 SIZES = [(80, 24), (100, 30), (120, 36), (160, 48)]
+
+
+async def settle(pilot) -> None:
+    """Let layout, re-wrapping and queued redraws finish (a loaded machine is slower)."""
+    for _ in range(4):
+        await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 
 
@@ -81,6 +89,7 @@ def test_rehearse_screen(snap_compare, size):
         await pilot.pause()
         app.screen.refresh_panels()
         await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -97,6 +106,7 @@ def test_editor_screen(snap_compare, size):
         editor.select(next(i for i in editor.items if i.key == "ladder:alternative_route"))
         editor.query_one("#prompt-text").text = "I can transfer you to a person, or we can carry on without it."
         await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -114,6 +124,7 @@ def test_incidents_screen(snap_compare, size):
         for _ in range(6):
             await pilot.press("space")
         await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -131,6 +142,7 @@ def test_sessions_screen(snap_compare, size, tmp_path):
         screen.open(folder)
         screen.action_step(14)
         await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -143,5 +155,6 @@ def test_help_screen(snap_compare, size):
         await pilot.pause()
         await pilot.press("f1")
         await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
