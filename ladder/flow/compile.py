@@ -147,14 +147,20 @@ def merge_timing(timings: list[Timing | None]) -> Timing | None:
     def first(name: str) -> Any:
         return next((getattr(t, name) for t in present if getattr(t, name) is not None), None)
 
-    longest = [t.end_of_speech_ms for t in present if t.end_of_speech_ms is not None]
+    def longest(name: str) -> float | None:
+        values = [getattr(t, name) for t in present if getattr(t, name) is not None]
+        return max(values) if values else None
+
     flags = [t.interruptible for t in present if t.interruptible is not None]
     return Timing(
         reprompt_after_ms=smallest("reprompt_after_ms"),
         reprompt=first("reprompt"),
         filler_after_ms=smallest("filler_after_ms"),
         interruptible=(all(flags) if flags else None),
-        end_of_speech_ms=max(longest) if longest else None,
+        # waiting for the caller: the longer setting is the more cautious one
+        end_of_speech_ms=longest("end_of_speech_ms"),
+        complete_value_end_ms=longest("complete_value_end_ms"),
+        partial_value_hold_ms=longest("partial_value_hold_ms"),
         context_delivery=first("context_delivery"),
     )
 
