@@ -156,3 +156,9 @@ def describe_input(event: dict) -> str:
         return f"designer edited {'/'.join(map(str, rest.get('path', [])))} to “{rest.get('text')}”"
     parts = ", ".join(f"{k} {v}" for k, v in rest.items())
     return kind.replace("_", " ") + (f": {parts}" if parts else "")
+
+
+def masked_span(span: dict) -> str:
+    """One masked stretch of a recording, in words."""
+    track = {"mic": "mic.wav", "out": "out.wav"}.get(span.get("track", ""), span.get("track", "?"))
+    return f"{track} {span.get('from_ms', 0) / 1000:.2f}s-{span.get('to_ms', 0) / 1000:.2f}s is silence ({span.get('why', 'redacted value')})"

@@ -77,6 +77,15 @@ class Cursor:
         event, decisions = self._last
         return Position(self.index, t_ms, event, decisions, self.core.snapshot())
 
+    def masked_around(self, t_ms: float, span_ms: float = 2000.0) -> list[dict]:
+        """The recording's masked spans (audio that carried a redacted value, silenced
+        in mic.wav or out.wav) that overlap span_ms either side of t_ms."""
+        return [
+            r for r in self.journal.records
+            if r.get("effect") == "Observation" and r.get("kind") == "audio_masked"
+            and r.get("from_ms", 0.0) <= t_ms + span_ms and r.get("to_ms", 0.0) >= t_ms - span_ms
+        ]
+
     def audio_around(self, t_ms: float, span_ms: float = 2000.0) -> dict[str, tuple]:
         """mic.wav and out.wav samples within span_ms either side of t_ms."""
         import soundfile

@@ -62,3 +62,27 @@ def test_audio_around_the_cursor_is_cut_from_the_session_recordings(tmp_path):
     audio = cursor.audio_around(2000, span_ms=500)
     samples, rate, start_ms = audio["mic.wav"]
     assert rate == 16000 and len(samples) == 16000 and start_ms == 1500
+
+
+def test_step_through_shows_a_masked_audio_span_as_masked(tmp_path):
+    # the recording silenced the caller saying the code; stepping there says so
+    import shutil
+    import subprocess
+    import sys
+
+    scenario = Path(__file__).parent / "scenarios" / "default_answer_at_once.json"
+    run_scenario(load_scenario(scenario), scenario, record_to=tmp_path / "s")
+    journal = tmp_path / "s" / "journal.jsonl"
+    last = json.loads(journal.read_text().splitlines()[-1])
+    span = {"seq": last["seq"] + 1, "t_ms": last["t_ms"], "wall": last.get("wall", ""), "type": "decision",
+            "effect": "Observation", "kind": "audio_masked", "track": "mic", "from_ms": 6000.0, "to_ms": 7500.0, "why": "redacted_value"}
+    with journal.open("a") as f:
+        f.write(json.dumps(span) + "\n")
+    cursor = Cursor(tmp_path / "s")
+    at = next(i for i, r in enumerate(cursor.inputs, 1) if r["t_ms"] >= 6000)
+    assert [s["track"] for s in cursor.masked_around(cursor.seek(at).t_ms)] == ["mic"]
+    assert cursor.masked_around(cursor.seek(0).t_ms) == []  # far from it: nothing said
+    lull = shutil.which("lull", path=str(Path(sys.executable).parent))
+    out = subprocess.run([lull, "sessions", "step", str(tmp_path / "s"), "--at", str(at)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "audio masked: mic.wav 6.00s-7.50s is silence (redacted_value)" in out.stdout

@@ -185,6 +185,10 @@ def sessions_step(
     print_text(f"input {position.index} of {len(cursor)} at {position.t_ms / 1000:.3f}s: {json.dumps(position.event, ensure_ascii=False)}")
     for decision in position.decisions:
         print_text(f"  -> {json.dumps(decision, ensure_ascii=False)[:160]}")
+    from ..describe import masked_span
+
+    for span in cursor.masked_around(position.t_ms):
+        print_text(f"  audio masked: {masked_span(span)}")
     typer.echo(json.dumps(position.state, indent=2, ensure_ascii=False))
 
 

@@ -15,7 +15,7 @@ from sessions.journal import JournalError, read_journal
 from sessions.replay import ReplayError
 from sessions.step import Cursor
 
-from ..describe import describe, describe_input, seconds
+from ..describe import describe, describe_input, masked_span, seconds
 from ..widgets import LadderPanel, PromptLane, Timeline, TimerLane, WrappingLog
 
 
@@ -136,6 +136,8 @@ class SessionsScreen(Screen):
             text = describe({"effect": "Trace", **decision, **(decision.get("detail") or {})} if "effect" not in decision else decision)
             if text:
                 lines.append(f"  {text}")
+        for span in cursor.masked_around(position.t_ms):
+            lines.append(f"  audio masked: {masked_span(span)}")
         self.query_one("#session-log", WrappingLog).replace(lines)
 
     def show_picture(self, t_ms: float) -> None:
@@ -161,6 +163,9 @@ class SessionsScreen(Screen):
         else:
             samples, rate, _ = audio.get("mic.wav") or audio["out.wav"]
             play(samples, rate)
+            masked = cursor.masked_around(cursor.position().t_ms)
+            if masked:
+                self.notify("part of this audio is masked: " + "; ".join(masked_span(s) for s in masked), severity="warning")
 
     def action_paired(self) -> None:
         from sessions.paired import paired_replay
