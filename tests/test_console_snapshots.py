@@ -18,7 +18,13 @@ SIZES = [(80, 24), (100, 30), (120, 36), (160, 48)]
 
 
 async def settle(pilot) -> None:
-    """Let layout, re-wrapping and queued redraws finish (a loaded machine is slower)."""
+    """Let layout, re-wrapping and queued redraws finish (a loaded machine is slower).
+
+    Cursors stop blinking first: a blinking cursor is drawn or not depending on when the
+    picture is taken, which a loaded machine shifts by a blink.
+    """
+    for widget in pilot.app.screen.query("Input, TextArea"):
+        widget.cursor_blink = False
     for _ in range(4):
         await pilot.pause()
     await pilot.wait_for_scheduled_animations()
