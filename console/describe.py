@@ -38,6 +38,8 @@ def describe(record: dict, verbose: bool = False) -> str | None:
         return f"session CLOSED: {record['outcome']} ({record['reason']}){pending}"
     if effect == "TimingChanged":
         return f"timing: {record['timing']}" if verbose else None
+    if effect == "Observation":
+        return describe_observation(record)
     if effect != "Trace":
         return None
     kind, reason = record["kind"], record["reason"]
@@ -65,6 +67,73 @@ def describe(record: dict, verbose: bool = False) -> str | None:
     if kind == "turn_interpreted":
         return None
     return f"{kind.replace('_', ' ')}: {reason}"
+
+
+# -- observations: what the voice edge measured and decided beside the core ------------
+
+# why a turn ended when it did (turn_latency's `end_of_turn`)
+TURN_ENDED = {
+    "complete_value": "ended on a complete value",
+    "partial_value_hold": "held longer for a partial value",
+    "hold": "ended after the end-of-speech hold",
+}
+
+
+def ms(value) -> str:
+    """A number of milliseconds as the console says it: "250 ms"."""
+    return f"{value:.0f} ms" if isinstance(value, (int, float)) and not isinstance(value, bool) else "? ms"
+
+
+def wait_seconds(value: float) -> str:
+    return f"{value / 1000:.2f} s"
+
+
+def describe_observation(record: dict) -> str | None:
+    """An observation journaled by a backend (`LiveSession.note`), in plain words, or
+    None for the ones the event log leaves out (media figures, masked audio)."""
+    kind = record.get("kind")
+    if kind == "end_of_turn":
+        return describe_end_of_turn(record)
+    if kind == "turn_latency":
+        return describe_turn_latency(record)
+    return None
+
+
+def describe_end_of_turn(record: dict) -> str:
+    """The slot-aware end of turn: a pause that holds a complete value ends the turn
+    now; one that holds a partial value keeps it open longer."""
+    turn = f"turn {record.get('turn', '?')}"
+    decision, reason = record.get("decision"), record.get("reason")
+    if decision == "end_now":
+        pause = f"pause {ms(record['pause_ms'])} " if record.get("pause_ms") is not None else "the pause "
+        if reason == "complete_value":
+            return f"{turn}: {pause}holds a complete value -> end of turn now"
+        return f"{turn}: {pause}-> end of turn now ({reason})"
+    if decision == "hold_open":
+        upto = f" up to {ms(record['hold_ms'])}" if record.get("hold_ms") is not None else ""
+        what = "partial value" if reason == "partial_value" else f"{reason}"
+        return f"{turn}: {what} -> holding the turn open{upto}"
+    return f"{turn}: end of turn {decision} ({reason})"
+
+
+def describe_turn_latency(record: dict) -> str:
+    """One answered turn's wait as the caller felt it, and where it went."""
+    turn = f"turn {record.get('turn', '?')}"
+    gap = record.get("perceived_gap_ms")
+    head = f"{turn}: caller waited {wait_seconds(gap)}" if isinstance(gap, (int, float)) else f"{turn}: answered (wait not measured)"
+    why = record.get("end_of_turn")
+    ended = TURN_ENDED.get(why, f"ended: {why}") if why else ""
+    stages = []
+    for key, label in (("hold_ms", "hold"), ("eos_to_transcript_ms", "words"),
+                       ("transcript_to_decision_ms", "decision"), ("decision_to_first_audio_ms", "to first sample")):
+        if record.get(key) is not None:
+            stages.append(f"{label} {ms(record[key])}")
+            if key == "eos_to_transcript_ms" and record.get("speculative"):
+                stages[-1] += " from the early decode"
+    parts = [", ".join(stages)] if stages else []
+    if ended:
+        parts.insert(0, ended)
+    return head + (f" ({'; '.join(parts)})" if parts else "")
 
 
 # -- the console's "why": the rule behind a ladder move, in plain words ---------------
@@ -108,6 +177,14 @@ RULES = {
     "pause_ended": "The caller's answer ended the pause (W4).",
 }
 
+OBSERVED = {
+    "end_of_turn": "The slot-aware end of turn (voice edge): a pause whose words already hold a complete value for "
+    "the pending slot ends the turn without waiting out the end-of-speech hold; one that holds a partial value "
+    "keeps the turn open longer, so the caller can finish. Journaled beside the decisions, not replayed.",
+    "turn_latency": "The caller's perceived wait for this answered turn: from the end of their speech as heard to "
+    "the agent's first audible sample, with the stages in between (V9). Turns the agent does not answer have none.",
+}
+
 
 def explain(record: dict) -> str:
     """The rule behind one record (a ladder move), in the console's own words."""
@@ -127,6 +204,8 @@ def explain(record: dict) -> str:
         return f"The episode ended as {record.get('outcome')} because {record.get('reason')} (L14)."
     if effect == "SessionClosed":
         return RULES["session_closed"]
+    if effect == "Observation":
+        return OBSERVED.get(record.get("kind"), "A measurement of the voice edge, journaled beside the decisions (replay leaves it out).")
     if effect != "Trace":
         return "A decision of the flow."
     kind = record.get("kind", "")

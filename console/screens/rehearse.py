@@ -2,12 +2,17 @@
 
 Left: the transcript, the caller box, the media line and the event log. Right: a
 scrollable column of state panels (notice, ladder, timer lane, prompt lane, timeline,
-routes), so every panel is reachable at every terminal size. The screen reads the
+routes), so every panel is reachable at every terminal size. The voice edge's
+observations read as lines of the event log too (each end-of-turn decision and why, each
+answered turn's perceived wait), and the media line ends with the caller's wait: the
+last answered turn's and the call's median so far. The screen reads the
 app's call history, so nothing is lost while another screen shows. Panels redraw when
 the call changes and once a second for countdowns; nothing else wakes it.
 """
 
 from __future__ import annotations
+
+from statistics import median
 
 from textual import events
 from textual.app import ComposeResult
@@ -18,6 +23,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from ladder import SetRouteAvailability
 
+from ..describe import wait_seconds
 from ..messages import CallRestarted, HistoryChanged
 from ..widgets import (
     EventLog,
@@ -53,6 +59,7 @@ class RehearseScreen(Screen):
         self.tool_mode = "ok"
         self._lines_seen = 0
         self._records_seen = 0
+        self.waits: list[float] = []  # this call's perceived gaps (ms), answered turns only
 
     @property
     def session(self):
@@ -116,6 +123,7 @@ class RehearseScreen(Screen):
             return
         timers, routes, log = self.query_one(TimerLane), self.query_one(RoutesPanel), self.query_one(EventLog)
         timeline = self.query_one(Timeline)
+        waited = False
         for now, record in records:
             timers.note(record)
             routes.note(record)
@@ -125,6 +133,13 @@ class RehearseScreen(Screen):
                 matched = record.get("matched")
                 detail = f"intent {matched} {record.get('score', 0):.2f}" if matched else "unclear"
                 transcript.add("", f"→ {record['reason']} ({detail})")
+            elif record.get("effect") == "Observation" and record.get("kind") == "turn_latency":
+                gap = record.get("perceived_gap_ms")
+                if isinstance(gap, (int, float)) and not isinstance(gap, bool):
+                    self.waits.append(float(gap))
+                    waited = True
+        if waited:
+            self.show_media()
         self.refresh_panels()
 
     async def on_call_restarted(self, message: CallRestarted) -> None:
@@ -134,6 +149,8 @@ class RehearseScreen(Screen):
         await self.query_one("#right").mount(new, before=self.query_one(WhyPanel))
         self.query_one(TimerLane).rejected = []
         self.query_one(Timeline).reset()
+        self.waits = []
+        self.show_media()
         self.query_one(EventLog).add_line(f"—— call {self.app.history.calls} (restarted, applied edits kept) ——")
         self.catch_up()
 
@@ -154,8 +171,17 @@ class RehearseScreen(Screen):
         if self.sub_title != subtitle:
             self.sub_title = subtitle
 
+    def wait_figure(self) -> str:
+        """The caller's perceived wait: the last answered turn's, and the call's median."""
+        if not self.waits:
+            return ""
+        return f"wait {wait_seconds(self.waits[-1])} (median {wait_seconds(median(self.waits))})"
+
     def show_media(self) -> None:
         text = self.app.media_line()
+        figure = self.wait_figure()
+        if figure:
+            text = f"{text}  ·  {figure}"
         if text != self._media_text:
             self._media_text = text
             self.query_one("#media", Static).update(text)

@@ -136,9 +136,27 @@ class SessionsScreen(Screen):
             text = describe({"effect": "Trace", **decision, **(decision.get("detail") or {})} if "effect" not in decision else decision)
             if text:
                 lines.append(f"  {text}")
+        for observation in self.observed_at(position.index):
+            text = describe(observation)
+            if text:
+                lines.append(f"  observed: {text}")
         for span in cursor.masked_around(position.t_ms):
             lines.append(f"  audio masked: {masked_span(span)}")
         self.query_one("#session-log", WrappingLog).replace(lines)
+
+    def observed_at(self, index: int) -> list[dict]:
+        """The observations journaled between the input at the cursor and the next one
+        (the end-of-turn decisions, the turn latencies): measured beside the core, so
+        the step-through does not replay them; it shows them where the call wrote them."""
+        cursor = self.cursor
+        assert cursor is not None
+        inputs = cursor.inputs
+        after = inputs[index - 1].get("seq", -1) if index > 0 else -1
+        before = inputs[index].get("seq") if index < len(inputs) else None
+        return [
+            r for r in cursor.journal.records
+            if r.get("effect") == "Observation" and r.get("seq", -1) > after and (before is None or r.get("seq", -1) < before)
+        ]
 
     def show_picture(self, t_ms: float) -> None:
         """The timeline of the recording up to the cursor, the cursor marked."""
