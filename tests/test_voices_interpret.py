@@ -30,7 +30,7 @@ LEXICAL_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 
 # Phrasings a caller might use, none of them an example in the flow (voices.intent_bench:
 # written before measuring and kept as written; `lull bench intents` prints them too).
-from voices.intent_bench import FRESH, HELD_OUT  # noqa: E402
+from voices.intent_bench import CALL_LIKE_OFF_TOPIC, FRESH, HELD_OUT  # noqa: E402
 
 UNRELATED = (
     "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
@@ -39,24 +39,6 @@ UNRELATED = (
     "is the shop open on Sundays", "the football was terrible last night", "I need to change my address",
     "can you recommend a good restaurant", "the kettle is broken again", "what time is it in Tokyo",
     "my password doesn't work",
-)
-
-# Off-topic turns a caller might plausibly say mid-call; harder, since they share words
-# with the examples. Some are accepted (see DEFAULT_EMBEDDING_THRESHOLD's notes).
-CALL_LIKE_OFF_TOPIC = (
-    "I'm calling about my bill", "why was I charged twice", "my order hasn't arrived",
-    "the app keeps crashing", "I want to cancel my subscription", "what are your opening hours",
-    "is this the right number", "I moved house last month", "the delivery driver was rude",
-    "can I pay by card", "my account is locked", "do you have parking",
-    "I think there's a mistake on my invoice", "my neighbour is very noisy", "it's raining here",
-    "I'm driving at the moment", "the kids are shouting", "we went to the beach yesterday",
-    "my phone battery is low", "can you hear the music", "who am I speaking to", "where are you based",
-    "is this a recorded line", "how long will this take", "I bought a new car",
-    "the internet is slow today", "I'm not sure what you mean by that", "my name is Sarah",
-    "I live in Manchester", "can you send me an email", "the price went up again",
-    "I've been a customer for ten years", "this is the third time I've called",
-    "that's not what I asked", "my husband usually handles this", "it was fine last week",
-    "I need a receipt", "the weather is lovely", "I'm having a bad day", "my cat knocked over the plant",
 )
 
 Matcher = EmbeddingMatcher | LexicalMatcher
@@ -118,8 +100,11 @@ def test_held_out_phrasings_are_not_examples() -> None:
     assert not [p for phrases in HELD_OUT.values() for p in phrases if said(p) in examples]
     # One does reduce to an example once a leading discourse marker is dropped, which
     # is what that rule is for: "right, I'm back" -> "i'm back".
-    reduced = {normalise(p) for phrases in INTENTS.values() for p in phrases}
-    assert [p for phrases in HELD_OUT.values() for p in phrases if normalise(p) in reduced] == ["right, I'm back"]
+    # (Spellings kept as said: "ok" is "okay" and "mhm" "mm hmm" to the matcher, and a
+    # bare "pardon?" reads as a request to repeat, by rule rather than by example.)
+    reduced = {normalise(p, spellings=False) for phrases in INTENTS.values() for p in phrases}
+    assert [p for phrases in HELD_OUT.values() for p in phrases
+            if normalise(p, spellings=False) in reduced] == ["right, I'm back"]
 
 
 # Once below 80 % for want of examples ("pardon?", "connect me with a representative",

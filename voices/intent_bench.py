@@ -6,10 +6,16 @@ Two held-out sets, neither of them examples in the flow (the bench checks):
 - `HELD_OUT`: written with the first embedding matcher, before any measuring, and kept
   as written, misses included (tests/test_voices_interpret.py holds it to 90 %);
 - `FRESH`: written later, before the flow's examples were extended; phrasings that
-  turned out to equal a new example were replaced by others written before measuring.
+  turned out to equal a new example were replaced by others written before measuring;
+- `UNSEEN`: written from each intent's meaning (a caller just asked for the reference
+  code on a letter or email) before the matcher was reworked for `FRESH`'s misses,
+  before any measuring, and kept as written, misses included; the rework (top-k
+  scoring, clarification grunts, more examples) was then made looking at its misses
+  and FRESH's, so both are optimistic now;
+- `LATE`: written before that rework, put aside, measured once after it.
 
 Plus how many clearly unrelated and call-like off-topic turns are accepted as an intent
-(they should come back unclear).
+(they should come back unclear: none of the first, at most 10 % of the second).
 """
 
 from __future__ import annotations
@@ -65,6 +71,67 @@ FRESH: dict[str, tuple[str, ...]] = {
     "backchannel": ("uh huh yeah", "mm, okay", "okay okay", "yes", "yeah, go on", "alright", "I see, yes"),
 }
 
+UNSEEN: dict[str, tuple[str, ...]] = {
+    "wait_request": (
+        "sorry, can you hold for a moment", "give me a second, it's in my bag",
+        "hang on, I'm just getting my glasses", "wait, I need to find the letter first", "two secs",
+        "could you wait a little", "I'm just looking for it now", "bear with me, I'm checking my emails",
+    ),
+    "ready": (
+        "yes, I've got it here", "okay, I'm back with the letter", "I've got the email open now",
+        "found the letter, go ahead", "right, I've got it in my hand", "it's here, I'm ready",
+        "sorted, I've found it",
+    ),
+    "repeat_request": (
+        "sorry, what was that again?", "huh?", "you cut out, can you say that again",
+        "could you say that more slowly", "I missed the last bit", "sorry, the line is bad, what did you say",
+        "can you ask me again", "what was that you said?",
+    ),
+    "route:transfer": (
+        "I'd rather speak to a real person", "can you transfer me to someone", "I need to talk to an actual human",
+        "is there anyone I can speak to", "let me speak to your supervisor", "I don't want to talk to a machine",
+        "connect me to a live agent",
+    ),
+    "route:continue_without_code": (
+        "I don't have a reference code", "I've lost the letter", "I never received any code",
+        "can we carry on without it", "I can't find it anywhere, can we continue", "I've no clue what the code is",
+        "let's just skip the code", "I threw the letter away",
+    ),
+    "backchannel": (
+        "uh huh, okay", "right, okay", "yep", "fine", "mm hm, yes", "I understand", "yeah, I'm listening",
+        "okay then",
+    ),
+}
+
+# Written after UNSEEN's first measurement but before the matcher and the flow's
+# examples were reworked, then put aside and measured once, after the rework: the only
+# set the rework never saw.
+LATE: dict[str, tuple[str, ...]] = {
+    "wait_request": (
+        "one minute, I'm looking for it", "please hold while I find it", "can you give me a few seconds",
+        "hold the line a moment", "just wait, I'm nearly there", "sorry, I need a minute",
+    ),
+    "ready": (
+        "okay, I've got the letter here", "I have it now, go on", "right, found the code",
+        "I'm back, I have it", "yes, I've found the email", "all right, I'm ready for you",
+    ),
+    "repeat_request": (
+        "sorry, I didn't get that", "what was the question again?", "can you repeat the last part",
+        "say that once more", "sorry, could you speak up", "I couldn't hear you",
+    ),
+    "route:transfer": (
+        "I want to speak with an advisor", "can I talk to a real human", "please put me through to a person",
+        "get me someone who can help", "I want to speak to a member of staff", "transfer me to a human please",
+    ),
+    "route:continue_without_code": (
+        "I don't know where the letter is", "I haven't got a reference", "can we do this without the code",
+        "I've never had a reference code", "just skip it please", "I can't find the code anywhere",
+    ),
+    "backchannel": (
+        "uh huh, right", "okay, yeah", "yes, okay", "mm, I see", "sure, sure", "right, got you", "alright then",
+    ),
+}
+
 UNRELATED = (
     "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
     "I like pizza with pineapple", "the train was late this morning", "turn on the lights",
@@ -73,6 +140,25 @@ UNRELATED = (
     "can you recommend a good restaurant", "the kettle is broken again", "what time is it in Tokyo",
     "my password doesn't work",
 )
+
+# Off-topic turns a caller might plausibly say mid-call; harder, since they share words
+# with the examples ("is this the right number", "that's not what I asked").
+CALL_LIKE_OFF_TOPIC = (
+    "I'm calling about my bill", "why was I charged twice", "my order hasn't arrived",
+    "the app keeps crashing", "I want to cancel my subscription", "what are your opening hours",
+    "is this the right number", "I moved house last month", "the delivery driver was rude",
+    "can I pay by card", "my account is locked", "do you have parking",
+    "I think there's a mistake on my invoice", "my neighbour is very noisy", "it's raining here",
+    "I'm driving at the moment", "the kids are shouting", "we went to the beach yesterday",
+    "my phone battery is low", "can you hear the music", "who am I speaking to", "where are you based",
+    "is this a recorded line", "how long will this take", "I bought a new car",
+    "the internet is slow today", "I'm not sure what you mean by that", "my name is Sarah",
+    "I live in Manchester", "can you send me an email", "the price went up again",
+    "I've been a customer for ten years", "this is the third time I've called",
+    "that's not what I asked", "my husband usually handles this", "it was fine last week",
+    "I need a receipt", "the weather is lovely", "I'm having a bad day", "my cat knocked over the plant",
+)
+CALL_LIKE_ACCEPTED_AT_MOST = 0.1  # of CALL_LIKE_OFF_TOPIC
 
 
 def accuracy(matcher, phrasings: dict[str, tuple[str, ...]]) -> dict[str, dict]:
@@ -98,14 +184,24 @@ def run_intent_bench(flow_name: str = "reference_code") -> dict:
     matcher = EmbeddingMatcher(intents, DEFAULT_EMBEDDING_THRESHOLD)
     build_ms = (time.perf_counter() - started) * 1000.0
     examples = {" ".join(words(p)) for phrases in intents.values() for p in phrases}
-    reduced = {normalise(p) for phrases in intents.values() for p in phrases}
-    in_flow = [p for s in (HELD_OUT, FRESH) for ps in s.values() for p in ps
-               if " ".join(words(p)) in examples or (s is FRESH and normalise(p) in reduced)]
+    reduced = {normalise(p, spellings=False) for phrases in intents.values() for p in phrases}
+    held_out = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
+    in_flow = [p for name, s in held_out.items() for ps in s.values() for p in ps
+               if " ".join(words(p)) in examples or (name != "held_out" and normalise(p, spellings=False) in reduced)]
     started = time.perf_counter()
-    sets = {"held_out": accuracy(matcher, HELD_OUT), "fresh": accuracy(matcher, FRESH)}
-    n = sum(len(v) for v in HELD_OUT.values()) + sum(len(v) for v in FRESH.values())
+    sets = {name: accuracy(matcher, s) for name, s in held_out.items()}
+    n = sum(len(v) for s in held_out.values() for v in s.values())
     match_ms = (time.perf_counter() - started) * 1000.0 / n
-    unrelated = {t: matcher.match(t)[0] for t in UNRELATED if matcher.match(t)[0] is not None}
+    unrelated = {t: got for t in UNRELATED if (got := matcher.match(t)[0]) is not None}
+    call_like = {t: got for t in CALL_LIKE_OFF_TOPIC if (got := matcher.match(t)[0]) is not None}
+    targets = {
+        f"{name}: every intent at least 90 %": all(v["accuracy"] >= 0.9 for v in table.values())
+        for name, table in sets.items()
+    }
+    targets["clearly unrelated: none accepted"] = not unrelated
+    targets[f"call-like off-topic: at most {CALL_LIKE_ACCEPTED_AT_MOST:.0%} accepted "
+            f"({len(call_like)}/{len(CALL_LIKE_OFF_TOPIC)})"] = (
+        len(call_like) <= CALL_LIKE_ACCEPTED_AT_MOST * len(CALL_LIKE_OFF_TOPIC))
     return {
         "flow": flow_name,
         "threshold": matcher.threshold,
@@ -114,10 +210,9 @@ def run_intent_bench(flow_name: str = "reference_code") -> dict:
         "phrasings_that_are_flow_examples": in_flow,
         "unrelated_accepted": unrelated,
         "unrelated_of": len(UNRELATED),
+        "call_like_accepted": call_like,
+        "call_like_of": len(CALL_LIKE_OFF_TOPIC),
         "matcher_build_ms": round(build_ms, 1),
         "match_ms_per_turn": round(match_ms, 2),
-        "targets": {
-            f"{name}: every intent at least 90 %": all(v["accuracy"] >= 0.9 for v in table.values())
-            for name, table in sets.items()
-        },
+        "targets": targets,
     }

@@ -1,0 +1,80 @@
+"""The matcher's normalisation rules and the bench's later held-out sets (UNSEEN, LATE),
+with the real wordllama. The 90 % target is not met on those sets (see `lull bench
+intents`); these tests hold the floor reached so that a change cannot quietly lower it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ladder.flow.text import words
+from voices.intent_bench import FRESH, HELD_OUT, LATE, UNSEEN, run_intent_bench
+from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, normalise
+
+FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
+INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
+SETS = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
+
+
+@pytest.fixture(scope="module")
+def embedding() -> EmbeddingMatcher:
+    return EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD)
+
+
+def test_later_sets_are_not_examples() -> None:
+    examples = {" ".join(words(p)) for phrases in INTENTS.values() for p in phrases}
+    reduced = {normalise(p, spellings=False) for phrases in INTENTS.values() for p in phrases}
+    for held in (FRESH, UNSEEN, LATE):
+        assert set(held) == set(INTENTS)
+        said = [p for phrases in held.values() for p in phrases]
+        assert not [p for p in said if " ".join(words(p)) in examples or normalise(p, spellings=False) in reduced]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("uh huh", "uh huh"), ("Uh-huh.", "uh huh"), ("mhm", "mm hmm"), ("Mm-hmm, yes", "mm hmm yes"),
+    ("yep", "yeah"), ("OK", "okay"), ("okay then", "okay then"), ("right, okay", "right okay"),
+    ("okay, I've got it", "i've got it"), ("huh?", CLARIFICATION), ("What?", CLARIFICATION),
+    ("excuse me?", CLARIFICATION), ("hmm?", CLARIFICATION), ("hmm", "hmm"), ("sorry", "sorry"),
+])
+def test_normalise(text: str, expected: str) -> None:
+    assert normalise(text) == expected
+
+
+@pytest.mark.parametrize("text", ["huh?", "what?", "eh?", "excuse me?", "pardon?", "hm?"])
+def test_bare_clarification_asks_to_repeat(embedding: EmbeddingMatcher, text: str) -> None:
+    assert embedding.match(text)[0] == "repeat_request"
+
+
+@pytest.mark.parametrize("text", ["uh huh", "mhm", "yep", "Mm-hmm."])
+def test_grunts_of_assent_are_backchannel(embedding: EmbeddingMatcher, text: str) -> None:
+    assert embedding.match(text)[0] == "backchannel"
+
+
+def test_top_k_blend_scores_between_best_and_mean(embedding: EmbeddingMatcher) -> None:
+    only_best = EmbeddingMatcher(INTENTS, DEFAULT_EMBEDDING_THRESHOLD, model=embedding.model, top_k_weight=0.0)
+    text = "who am I speaking to"  # one example pulls it ("let me speak to someone"), few agree
+    assert embedding.scores(text)["route:transfer"] < only_best.scores(text)["route:transfer"]
+
+
+# Measured when these were written (lull bench intents): UNSEEN 37/46 (80 %), LATE 33/37 (89 %);
+# the misses are mostly "unclear" (a reprompt), two per set a wrong intent.
+@pytest.mark.parametrize(("name", "floor", "wrong_at_most"), [("unseen", 0.78, 2), ("late", 0.85, 2)])
+def test_later_sets_hold_their_floor(embedding: EmbeddingMatcher, name: str, floor: float, wrong_at_most: int) -> None:
+    held = SETS[name]
+    got = {p: embedding.match(p)[0] for phrases in held.values() for p in phrases}
+    right = sum(got[p] == i for i, phrases in held.items() for p in phrases)
+    wrong = {p: got[p] for i, phrases in held.items() for p in phrases if got[p] not in (i, None)}
+    print(f"\n{name}: {right}/{len(got)} right, wrong: {wrong}")
+    assert right / len(got) >= floor
+    assert len(wrong) <= wrong_at_most, wrong
+
+
+def test_bench_reports_every_set_and_off_topic() -> None:
+    result = run_intent_bench()
+    assert list(result["sets"]) == list(SETS)
+    assert result["phrasings_that_are_flow_examples"] == []
+    assert result["unrelated_accepted"] == {}
+    assert len(result["call_like_accepted"]) <= 0.1 * result["call_like_of"]
+    assert result["targets"]["held_out: every intent at least 90 %"]
