@@ -1,13 +1,14 @@
-"""`lull bench turn|replay|growth`: figures measured in one run.
+"""`lull bench turn|replay|growth`: figures measured in one run (`stt` and `intents` live in voices/).
 
 `turn`: caller turns through the file backend, timed stage by stage, with the gap the
 caller perceives (the end of their speech as heard -> the agent's first audible sample)
 and whisper's decode options side by side on the same utterances.
 
-The framework's cost is the gap between what a turn takes end to end (end of speech
-detected -> first agent audio out) and what the two models take on their own for the
-same work (whisper on the same utterance, piper's first chunk of the same reply),
-measured in the same run so a noisy, shared machine affects both alike.
+The caller is scripted (`CALLER`): codes, one said in two parts, and words that fill
+nothing; the targets are the perceived gap's median over the codes and the largest gap
+of the other turns against the stage's hold. The raw cost of whisper on the same
+utterance and piper's first chunk of the same reply are measured in the same run, so a
+noisy, shared machine affects both alike.
 
 `growth`: the same work at two sizes (a journal of N and 2N records, a flow of M and
 2M stages), so a cost that grows faster than the input shows as a ratio above 2.
@@ -23,35 +24,44 @@ from pathlib import Path
 
 import numpy as np
 
-UTTERANCES = [
-    "four eight two one",
-    "seven seven one two",
-    "one nine three five",
-    "two zero eight six",
-    "five five four one",
-    "three one four one",
-    "nine two six eight",
-    "six zero zero seven",
+# The bench's caller, turn by turn: what is said (words, and a float for a pause inside
+# the turn) and what it is. "answer": a value that completes the pending slot, so the
+# agent's next question follows (the slot-aware end of turn may end such a turn early);
+# "other": words that fill nothing ("go forward ten meters" has a number but is no code),
+# answered with the no-match reprompt after the stage's whole hold.
+CALLER: list[tuple[tuple[str | float, ...], str]] = [
+    (("four eight two one",), "answer"),
+    (("go forward ten meters",), "other"),
+    (("seven seven one two",), "answer"),
+    (("one nine three five",), "answer"),
+    (("two zero", 1.2, "eight six"), "answer"),  # two digits, a pause, the rest: one answer
+    (("I'm not sure what you mean",), "other"),
+    (("five five four one",), "answer"),
+    (("nine two six eight",), "answer"),
 ]
+UTTERANCES = [" ".join(part for part in parts if isinstance(part, str)) for parts, _ in CALLER]
 QUESTION = "Thanks. What is the next code, please?"
+REPROMPT = "Sorry, I missed that. Could you say it again?"
+HOLD_MS = 500  # each stage's end-of-speech hold
 
 
 def _flow(turns: int):
     from sessions.flowfiles import check_data
 
+    answers = max(1, sum(kind == "answer" for _, kind in CALLER[:turns]))
     stages = []
-    for i in range(turns):
+    for i in range(answers):
         stage = {"id": f"code{i}", "say": QUESTION if i else "What is the first code?", "collect": [f"code{i}"],
-                 "timing": {"end_of_speech_ms": 500}}
+                 "timing": {"end_of_speech_ms": HOLD_MS}}
         if i:
             stage["after"] = [f"code{i - 1}"]
         stages.append(stage)
-    stages.append({"id": "done", "after": [f"code{turns - 1}"], "say": "Thank you, goodbye.", "terminal": True})
+    stages.append({"id": "done", "after": [f"code{answers - 1}"], "say": "Thank you, goodbye.", "terminal": True})
     data = {
         "name": "bench",
         "stages": stages,
-        "slots": {f"code{i}": {"type": "digits", "min_length": 4} for i in range(turns)},
-        "ladder": {"episode_ms": 600000},
+        "slots": {f"code{i}": {"type": "digits", "min_length": 4, "max_length": 4} for i in range(answers)},
+        "ladder": {"episode_ms": 600000, "reprompt": REPROMPT},
     }
     report = check_data(data, "bench flow")
     assert report.flow is not None, report.problems
@@ -68,26 +78,36 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
-    from voices.stt import resample
+    from voices.stt import DIGITS_DECODE, resample
 
     from .live import LiveSession
     from .voice_backend import FileBackend, VoiceModels
 
-    turns = max(1, min(turns, len(UTTERANCES)))
+    turns = max(1, min(turns, len(CALLER)))
+    while CALLER[turns - 1][1] != "answer":  # the call ends on an answer (its last stage)
+        turns += 1
     models = VoiceModels.load(deterministic=True, matcher="lexical")
     voice, recognizer = models.voice, models.recognizer
     rate = 16000
 
-    # the caller: each utterance spoken when the agent's question has finished
-    clips = [resample(voice.synthesize_all(u), voice.sample_rate, rate) for u in UTTERANCES[:turns]]
-    question_s = len(voice.synthesize_all(QUESTION)) / voice.sample_rate
+    def speech(text: str) -> np.ndarray:
+        return resample(voice.synthesize_all(text), voice.sample_rate, rate)
+
+    def spoken(parts) -> np.ndarray:
+        return np.concatenate([np.zeros(int(part * rate), np.float32) if isinstance(part, float) else speech(part) for part in parts])
+
+    # the caller: each turn spoken a second after the agent's reply to the one before
+    clips = [spoken(parts) for parts, _ in CALLER[:turns]]
+    kinds = [kind for _, kind in CALLER[:turns]]
+    reply_s = {"answer": len(voice.synthesize_all(QUESTION)) / voice.sample_rate,
+               "other": len(voice.synthesize_all(REPROMPT)) / voice.sample_rate}
     first_s = len(voice.synthesize_all("What is the first code?")) / voice.sample_rate
-    gap_s = 1.0  # the caller answers a second after the question ends
+    gap_s = 1.0
     t = first_s + 0.4 + gap_s
     starts = []
-    for clip in clips:
+    for clip, kind in zip(clips, kinds, strict=True):
         starts.append(t)
-        t += len(clip) / rate + 0.5 + 0.6 + question_s + gap_s  # speech, hold, reply, pause
+        t += len(clip) / rate + HOLD_MS / 1000 + 0.6 + reply_s[kind] + gap_s  # speech, hold, reply, pause
     audio = (np.random.default_rng(3).standard_normal(int((t + 3) * rate)) * 3e-4).astype(np.float32)
     for start, clip in zip(starts, clips, strict=True):
         i = int(start * rate)
@@ -130,11 +150,15 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
     latencies = [lat.as_dict() for lat in backend.latencies]
     # the same work, each model on its own
     raw_stt, raw_tts = [], []
+    raw_stt_full = []
     for clip in clips:
         padded = np.concatenate([np.zeros(3200, np.float32), clip, np.zeros(3200, np.float32)])
         started = time.perf_counter()
-        recognizer.transcribe(padded)
+        recognizer.transcribe(padded, **DIGITS_DECODE)  # every stage here waits for digits
         raw_stt.append((time.perf_counter() - started) * 1000.0)
+        started = time.perf_counter()
+        recognizer.transcribe(padded)
+        raw_stt_full.append((time.perf_counter() - started) * 1000.0)
         started = time.perf_counter()
         next(iter(voice.synthesize(QUESTION)))
         raw_tts.append((time.perf_counter() - started) * 1000.0)
@@ -150,9 +174,13 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
         "turns_unanswered": backend.unanswered_turns,
         "perceived_gap_ms": [lat["perceived_gap_ms"] for lat in latencies],
         "end_of_turn": [lat["end_of_turn"] for lat in latencies],
+        # each answered turn is one caller turn, in order, when every turn was answered
+        "kind": kinds if len(latencies) == turns else [None] * len(latencies),
+        "said": UTTERANCES[:turns] if len(latencies) == turns else [None] * len(latencies),
         "stages_ms": {key: stats(key) for key in STAGES},
         "raw_ms": {
             "whisper_same_utterance": {"median": statistics.median(raw_stt), "p90": _percentile(raw_stt, 0.9)},
+            "whisper_same_utterance_30s_window": {"median": statistics.median(raw_stt_full), "p90": _percentile(raw_stt_full, 0.9)},
             "piper_first_chunk": {"median": statistics.median(raw_tts), "p90": _percentile(raw_tts, 0.9)},
         },
         "loop_lateness_ms": {
@@ -165,12 +193,22 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
     }
     total = result["stages_ms"]["eos_to_first_audio_ms"]["median"]
     raw = result["raw_ms"]["whisper_same_utterance"]["median"] + result["raw_ms"]["piper_first_chunk"]["median"]
+    # below 1 when the decode at the pause's onset is reused (the words are ready when
+    # the turn ends); shown, not a target: what the caller feels is the perceived gap
     result["overhead_ratio"] = round(total / raw, 3) if total else None
-    perceived = result["stages_ms"]["perceived_gap_ms"]["median"]
+    by_kind = {kind: [g for g, k in zip(result["perceived_gap_ms"], result["kind"], strict=True) if k == kind and g is not None]
+               for kind in ("answer", "other")}
+    result["perceived_gap_by_kind_ms"] = {
+        kind: {"median": statistics.median(gaps) if gaps else None, "max": max(gaps, default=None), "n": len(gaps)}
+        for kind, gaps in by_kind.items()
+    }
+    answers = result["perceived_gap_by_kind_ms"]["answer"]["median"]
+    others = result["perceived_gap_by_kind_ms"]["other"]["max"]
     result["targets"] = {
-        "perceived_gap_median_le_700ms_for_complete_answers": perceived is not None and perceived <= 700,
+        "every_turn_answered_once": len(latencies) == turns and not backend.unanswered_turns,
+        "perceived_gap_median_le_700ms_for_complete_answers": answers is not None and answers <= 700,
+        f"perceived_gap_le_hold_plus_450ms_for_other_turns (hold {HOLD_MS} ms)": others is None or others <= HOLD_MS + 450,
         "eos_to_first_audio_median_le_450ms": total is not None and total <= 450,
-        "overhead_ratio_le_1.15": result["overhead_ratio"] is not None and result["overhead_ratio"] <= 1.15,
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
     if echo:
@@ -192,11 +230,12 @@ STAGES = (
     "eos_to_first_audio_ms",
 )
 
-# faster-whisper options compared on the same utterances (voices.stt.DECODE_OPTIONS is
-# what the agent uses: the bench shows it beside the alternatives)
+# faster-whisper options compared on the same utterances: what the agent uses for a
+# digits slot (voices.stt.DIGITS_DECODE) and for anything else (the 30 s window), beside
+# the alternatives (`lull bench stt` compares windows on many more callers)
 WHISPER_VARIANTS = {
-    "in use": {},
-    "10 s encoder window": {"window_s": 10.0},
+    "in use for a digits slot (8 s window, pauses shortened)": {"window_s": 8.0, "vad_parameters": {"min_silence_duration_ms": 500, "speech_pad_ms": 150}},
+    "in use otherwise (30 s window)": {},
     "with timestamps": {"without_timestamps": False},
     "no whisper VAD pass": {"vad_filter": False},
     "no fallback thresholds": {"log_prob_threshold": None, "compression_ratio_threshold": None, "no_speech_threshold": None},

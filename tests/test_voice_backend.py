@@ -32,7 +32,7 @@ class FakeRecognizer:
     def __init__(self, results):
         self.results = list(results)
 
-    def transcribe(self, audio):
+    def transcribe(self, audio, **options):
         result = self.results.pop(0)
         if isinstance(result, Exception):
             raise result

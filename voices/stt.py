@@ -84,19 +84,44 @@ DECODE_OPTIONS = {
 
 # The encoder's window, in seconds of audio. Whisper pads every utterance to 30 s and
 # the encoder's cost is that window's (0.45 s of 0.5 s here); CTranslate2 takes a
-# shorter one, as whisper.cpp's audio_ctx does: a 10 s window decodes in about 150 ms
-# instead of 530 ms, and on the bench's 19 single utterances it read the same digits
-# (a repetition loop, "926 8 926 8 ...", is caught by `_loops` and decoded again with
-# the full window). It is off: on a code said in two parts with a 1.2 s pause between
-# them (tests/test_turn_endpointing.py) the short window lost the last two digits,
-# which the full window reads. `lull bench turn` measures it beside the full window.
+# shorter one, as whisper.cpp's audio_ctx does. Measured by `lull bench stt` on the same
+# callers (48 codes, half said in two parts with a pause, and 14 answers and requests):
+# an 8 s window with the caller's pauses shortened first (whisper's VAD pass keeps 300 ms
+# of a pause of 500 ms or more) reads codes as well as the full window at a quarter of
+# the time, but a short window often repeats a sentence ("Yes, that's right. Yes,
+# that's right.") and reads words worse. So the full window is the default, and the
+# short one is for a pending digits slot (`DIGITS_DECODE`, chosen by the voice backend),
+# where a decode that repeats itself or loops is decoded again with the full window.
 SHORT_WINDOW_S: float | None = None
+SHORTER_PAUSES = {"min_silence_duration_ms": 500, "speech_pad_ms": 150}
+DIGITS_DECODE = {"window_s": 8.0, "vad_parameters": SHORTER_PAUSES}
 _LOOP = re.compile(r"\b(\S+(?:\s+\S+){0,3}?)(?:[\s,.-]+\1\b){5,}", re.IGNORECASE)
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def _token_limit(audio_s: float) -> int:
+    """More tokens than anyone says in `audio_s` (about 4 a second in speech)."""
+    return int(10 * audio_s) + 16
 
 
 def _loops(text: str) -> bool:
     """Does a decode repeat a phrase six times or more ("926 8 926 8 926 8 ...")?"""
     return bool(_LOOP.search(text))
+
+
+def _repeats(text: str) -> bool:
+    """Does a decode say a phrase over again: the whole of it one phrase repeated ("Yes?
+    Yes?", "60157 60157", the last copy perhaps cut short), or a run of two words or more
+    three times ("868 887 868 887 887 868 887")? A short window does this; a caller
+    rarely does ("1 1 1 1"), and then the full window's second decode reads it as said."""
+    words = _TOKEN.findall(text.lower())
+    for period in range(1, len(words)):
+        again = len(words) - period  # words said a second time
+        said_again = sum(len(word) for word in words[:again])
+        if said_again >= 4 and again >= period / 3 and all(words[i] == words[i + period] for i in range(again)):
+            return True
+    pairs = [tuple(words[i : i + 2]) for i in range(len(words) - 1)]
+    return any(pairs.count(pair) >= 3 for pair in set(pairs))
 
 
 class WhisperRecognizer:
@@ -143,7 +168,9 @@ class WhisperRecognizer:
         try:
             segments, info = self._model.transcribe(x, **options)
             # segments is a generator: the decoding happens while we iterate.
-            return "".join(seg.text for seg in segments).strip(), info
+            segments = list(segments)
+            tokens = sum(len(seg.tokens) for seg in segments)
+            return "".join(seg.text for seg in segments).strip(), info, tokens
         finally:
             fw.pad_or_trim = padding
 
@@ -174,12 +201,19 @@ class WhisperRecognizer:
         window = self.short_window_s if window_s == "default" else window_s
         if window is not None and audio_s + 1.0 > window:
             window = None  # the utterance would not fit: the full window
+        options = {**self.options, **options}
         t0 = time.perf_counter()
         try:
             with self._lock:
-                raw, info = self._decode(x, window, {**self.options, **options})
-                if window is not None and _loops(raw):
-                    raw, info = self._decode(x, None, {**self.options, **options})
+                if window is None:
+                    raw, info, _ = self._decode(x, None, options)
+                else:
+                    # a short window now and then loops ("926 8 926 8 ..."): bound its
+                    # tokens so a loop costs little, and decode a loop again in full
+                    limit = _token_limit(audio_s)
+                    raw, info, tokens = self._decode(x, window, {**options, "max_new_tokens": limit})
+                    if tokens >= limit or _loops(raw) or _repeats(clean_transcript(raw)):
+                        raw, info, _ = self._decode(x, None, options)
         except Exception as exc:
             raise RecognizerError(f"whisper decode failed: {_one_line(exc)}") from exc
         decode_s = time.perf_counter() - t0

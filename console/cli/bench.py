@@ -1,4 +1,4 @@
-"""`lull bench turn|replay|growth`: figures and ratios measured in one run."""
+"""`lull bench turn|intents|stt|replay|growth`: figures and ratios measured in one run."""
 
 from __future__ import annotations
 
@@ -42,8 +42,12 @@ def bench_turn(
     busy = result["loop_lateness_ms"]["while_stt_runs"]
     table.add_row("loop timer lateness while whisper runs", _fmt(busy["median"]), f"{_fmt(busy['p90'])} (max {_fmt(busy['max'])})")
     out.print(table)
-    gaps = ", ".join(f"{_fmt(g)} ({why})" for g, why in zip(result["perceived_gap_ms"], result["end_of_turn"], strict=True))
-    out.print(f"perceived gap per turn, ms (end of turn by): {gaps}; turns not answered: {result['turns_unanswered']}")
+    out.print("perceived gap per turn (end of the caller's speech -> the agent's first audible sample):")
+    for gap, why, kind, said in zip(result["perceived_gap_ms"], result["end_of_turn"], result["kind"], result["said"], strict=True):
+        out.print(Text(f"  {_fmt(gap):>5} ms  {kind or '?':6}  ended by {why:18}  {said or ''}"))
+    for kind, row in result["perceived_gap_by_kind_ms"].items():
+        out.print(f"  {kind}s: median {_fmt(row['median'])} ms, max {_fmt(row['max'])} ms over {row['n']}")
+    out.print(f"turns not answered: {result['turns_unanswered']}")
     options = Table(title="whisper options on the same utterances", title_justify="left")
     for column in ("options", "median ms", "p90 ms", "digits right"):
         options.add_column(column)
@@ -110,6 +114,44 @@ def bench_intents(
         for name, ok in result["targets"].items():
             out.print(f"  {'met' if ok else 'MISSED'}: {name}")
         out.print()
+
+
+@bench_app.command("stt")
+def bench_stt(
+    codes: Annotated[int, typer.Option("--codes", min=4, help="Callers who say a code (plus the fixed answers and requests).")] = 48,
+    misses: Annotated[bool, typer.Option("--misses", help="List what each variant misread.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Whisper's encoder window and pause handling: decode time against accuracy, same callers.
+
+    Example: lull bench stt --codes 48
+    """
+    from voices.stt_bench import run_stt_bench
+
+    from ..voice_backend import VoiceModels
+
+    with err.status("making callers with piper and decoding each with every variant…"):
+        models = VoiceModels.load(deterministic=True, matcher="lexical")
+        result = run_stt_bench(models.recognizer, models.voice, codes)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    counts = result["callers"]
+    table = Table(title=f"whisper on {counts['digits']} codes and {counts['words']} answers (tiny.en, int8, same audio)", title_justify="left")
+    for column in ("variant", "digits right", "words right", "median ms", "codes: median ms", "p90 ms", "max ms"):
+        table.add_column(column)
+    for name, row in result["variants"].items():
+        table.add_row(name, f"{row['digits_right']}/{counts['digits']}", f"{row['words_right']}/{counts['words']}",
+                      _fmt(row["median_ms"]), _fmt(row["codes_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
+    out.print(table)
+    from voices.stt_bench import DIGITS, IN_USE
+
+    digits, full = result["variants"][DIGITS], result["variants"][IN_USE]
+    out.print(f"digits slot against the 30 s window: decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}, "
+              f"digits right {digits['digits_right'] - full['digits_right']:+d}, words right {digits['words_right'] - full['words_right']:+d}")
+    for name, row in result["variants"].items() if misses else ():
+        for miss in row["misses"]:
+            out.print(Text(f"  {name}: {miss}"))
 
 
 @bench_app.command("replay")

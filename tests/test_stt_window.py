@@ -1,0 +1,116 @@
+"""Whisper's short encoder window for a pending digits slot: when it is used, when a
+decode is done again with the full window, and the paused code it once misread."""
+
+import asyncio
+
+import numpy as np
+import pytest
+from voices.stt import DIGITS_DECODE, _repeats, _token_limit
+
+
+@pytest.mark.parametrize(
+    "text, repeats",
+    [
+        ("Yes? Yes? Yes?", True),
+        ("60157 60157", True),
+        ("Can I speak to a person? Can I speak to", True),  # the last copy cut short
+        ("868 887 868 887 868 887 887 868 887 8", True),  # a loop that drifts
+        ("1 1 1 1", True),  # a caller can say this: the full window reads it again
+        ("4 8 2 1", False),
+        ("2 9 3 4 0", False),
+        ("Yes, that's right.", False),
+        ("No, it's 9 9 1 2.", False),
+        ("the code is 4 8 4 8", False),
+        ("yes", False),
+        ("yes yes", False),  # one word again is how people say yes
+        ("no it's 9 no", False),
+        ("", False),
+    ],
+)
+def test_a_decode_that_says_a_phrase_over_again_is_a_repeat(text, repeats):
+    assert _repeats(text) is repeats
+
+
+def test_the_token_limit_leaves_room_for_fast_speech():
+    # about 4 tokens a second in speech; the limit is more than twice that
+    assert _token_limit(1.0) >= 2 * 4 + 8
+    assert _token_limit(6.0) > 2 * 4 * 6
+
+
+class _Recognizer:
+    """Records the options of each decode; returns the digits it is told to."""
+
+    def __init__(self):
+        self.calls = []
+
+    def transcribe(self, audio, **options):
+        from voices.stt import Recognition
+
+        self.calls.append(options)
+        return Recognition("4 8 2 1", None, 1.0, 0.1, 1.0)
+
+
+def test_a_pending_digits_slot_gets_the_short_window_and_a_yes_no_the_full_one():
+    from console.voice_backend import TurnLatency, VoiceBackend, VoiceModels
+    from test_voice_backend import FakeVoice, start
+
+    async def body():
+        recognizer = _Recognizer()
+        backend = VoiceBackend(VoiceModels(FakeVoice(), recognizer, matcher_kind="lexical"), name="fake")
+        session, _ = await start(backend)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while session.runtime.ladder.pending_episode is None:  # the code question is asked
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        assert backend._decode_options() == DIGITS_DECODE
+        backend._recognize("heard-1", 1, np.zeros(16000, np.float32), TurnLatency("heard-1", 0.0), backend._decode_options())
+        await asyncio.sleep(0.05)
+        assert recognizer.calls[-1] == DIGITS_DECODE
+        assert session.runtime.asking[1] != "ask_code"  # the code was taken: now a yes or no
+        while session.runtime.ladder.pending_episode is None:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.02)
+        assert backend._decode_options() == {}
+        await session.stop()
+
+    asyncio.run(body())
+
+
+@pytest.fixture(scope="module")
+def models():
+    from console.voice_backend import VoiceModels
+
+    return VoiceModels.load(deterministic=True, matcher="lexical")
+
+
+def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):
+    """The case that kept the short window off: two digits, 1.2 s of silence, three more."""
+    from ladder.flow.text import parse_digits
+    from voices.stt import resample
+
+    def speech(text):
+        return resample(models.voice.synthesize_all(text), models.voice.sample_rate, 16000) * 0.8
+
+    def silence(seconds):
+        return np.zeros(int(seconds * 16000), np.float32)
+
+    audio = np.concatenate([silence(0.3), speech("two nine"), silence(1.2), speech("three four zero"), silence(0.25)])
+    heard = models.recognizer.transcribe(audio, **DIGITS_DECODE)
+    assert parse_digits(heard.text) == "29340", heard.raw_text
+
+
+def test_bench_stt_measures_every_variant_on_the_same_callers(models):
+    from voices.stt_bench import DIGITS, IN_USE, VARIANTS, make_callers, run_stt_bench
+
+    callers = make_callers(models.voice, codes=4)
+    again = make_callers(models.voice, codes=4)
+    assert all(np.array_equal(a, b) and t == u for (a, t, _), (b, u, _) in zip(callers, again, strict=True))  # one seed
+    result = run_stt_bench(models.recognizer, models.voice, codes=4)
+    assert result["callers"] == {"digits": 4, "words": len(callers) - 4}
+    assert set(result["variants"]) == set(VARIANTS) and {IN_USE, DIGITS} <= set(VARIANTS)
+    for row in result["variants"].values():
+        assert 0 <= row["digits_right"] <= 4 and row["median_ms"] > 0
+        assert len(row["misses"]) == 4 + result["callers"]["words"] - row["digits_right"] - row["words_right"]
+    # the full window reads these clean synthetic callers nearly all right
+    assert result["variants"][IN_USE]["digits_right"] >= 3

@@ -1,0 +1,132 @@
+"""`lull bench stt`: whisper's encoder window and silence handling, decode time against
+accuracy, on callers made with piper (issue 10, item 5).
+
+Whisper pads every utterance to a 30 s window and its encoder costs that window's
+time; a shorter window is several times faster but reads a paused utterance worse
+unless the pause is shortened first. Each variant decodes the same callers, interleaved
+so a noisy machine weighs on all alike, and the bench prints digits read right (codes,
+some said in two parts with a pause, some after "the code is", at three noise levels),
+words read right (answers and requests), and the decode's median, p90 and max.
+
+The callers are generated from a fixed seed, so two runs hear the same audio.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+
+import numpy as np
+
+from .stt import DIGITS_DECODE, SHORTER_PAUSES
+
+RATE = 16_000
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_SENTENCES = (
+    "yes that's right", "no that's wrong", "yes", "no", "hang on I need to find it",
+    "can you say that again", "I don't have the code", "can I speak to a person",
+    "give me a minute please", "okay I have it now", "sorry what was the question",
+    "I want to talk to someone", "that's correct", "no it isn't",
+)
+
+# name -> transcribe() options: the two the agent uses, then the alternatives
+IN_USE = "30 s window (in use)"
+DIGITS = "8 s window, pauses shortened (in use for a digits slot)"
+VARIANTS: dict[str, dict] = {
+    IN_USE: {},
+    DIGITS: dict(DIGITS_DECODE),
+    "30 s window, pauses shortened": {"vad_parameters": SHORTER_PAUSES},
+    "8 s window": {"window_s": 8.0},
+    "10 s window, pauses shortened": {"window_s": 10.0, "vad_parameters": SHORTER_PAUSES},
+}
+
+
+def _normal(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
+
+
+def make_callers(voice, codes: int = 48, seed: int = 7) -> list[tuple[np.ndarray, str, str]]:
+    """(audio at 16 kHz, what was said, "digits" or "words"), from one seed."""
+    from .stt import resample
+
+    rng = np.random.default_rng(seed)
+    said: dict[str, np.ndarray] = {}
+
+    def speech(text: str) -> np.ndarray:
+        if text not in said:
+            said[text] = resample(voice.synthesize_all(text), voice.sample_rate, RATE) * 0.8
+        return said[text]
+
+    def silence(seconds: float) -> np.ndarray:
+        return np.zeros(int(seconds * RATE), np.float32)
+
+    def noisy(parts: list[np.ndarray]) -> np.ndarray:
+        audio = np.concatenate([silence(0.3), *parts, silence(0.25)])
+        level = float(rng.choice([0.002, 0.01, 0.03]))
+        return (audio + rng.normal(0.0, level, audio.shape)).astype(np.float32)
+
+    callers = []
+    for _ in range(codes):
+        digits = rng.integers(0, 10, int(rng.choice([4, 5])))
+        words = [_WORDS[d] for d in digits]
+        code = "".join(str(d) for d in digits)
+        parts = []
+        lead = str(rng.choice(["", "", "the code is", "it's"]))
+        if lead:
+            parts += [speech(lead), silence(0.2)]
+        if rng.random() < 0.6:  # said in two parts, with a pause between
+            split = int(rng.integers(1, len(words)))
+            pause = float(rng.choice([0.8, 1.2, 1.6, 2.2]))
+            parts += [speech(" ".join(words[:split])), silence(pause), speech(" ".join(words[split:]))]
+        else:
+            parts.append(speech(" ".join(words)))
+        callers.append((noisy(parts), code, "digits"))
+    for sentence in _SENTENCES:
+        callers.append((noisy([speech(sentence)]), sentence, "words"))
+    return callers
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def run_stt_bench(recognizer, voice, codes: int = 48) -> dict:
+    from ladder.flow.text import parse_digits
+
+    callers = make_callers(voice, codes)
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    code_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0} for name in VARIANTS}
+    misses: dict[str, list[str]] = {name: [] for name in VARIANTS}
+    recognizer.transcribe(callers[0][0])  # warm-up
+    for audio, truth, kind in callers:
+        for name, options in VARIANTS.items():
+            started = time.perf_counter()
+            text = recognizer.transcribe(audio, **options).text
+            times[name].append((time.perf_counter() - started) * 1000.0)
+            if kind == "digits":
+                code_times[name].append(times[name][-1])
+            ok = parse_digits(text) == truth if kind == "digits" else _normal(text) == _normal(truth)
+            right[name][kind] += ok
+            if not ok:
+                misses[name].append(f"{truth!r} -> {text!r}")
+    counts = {"digits": sum(kind == "digits" for *_, kind in callers), "words": sum(kind == "words" for *_, kind in callers)}
+    return {
+        "callers": counts,
+        "variants": {
+            name: {
+                "digits_right": right[name]["digits"],
+                "words_right": right[name]["words"],
+                "median_ms": round(statistics.median(times[name]), 1),
+                "codes_median_ms": round(statistics.median(code_times[name]), 1),
+                "p90_ms": round(_percentile(times[name], 0.9), 1),
+                "max_ms": round(max(times[name]), 1),
+                "misses": misses[name],
+            }
+            for name in VARIANTS
+        },
+    }
