@@ -17,20 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from voices.audio import PromptAudio
+
 from .voice_backend import VAD_RATE, VoiceBackend, VoiceModels
-
-
-class _Prompt:
-    __slots__ = ("chunks", "finished", "flush", "offset", "pad_left", "started", "token")
-
-    def __init__(self, token: int, pad: int) -> None:
-        self.token = token
-        self.chunks: deque[np.ndarray] = deque()
-        self.offset = 0
-        self.finished = False
-        self.flush = False
-        self.started = False
-        self.pad_left = pad
 
 
 class FileSpeaker:
@@ -59,8 +48,8 @@ class FileSpeaker:
         self._clock_ms = clock_ms
         self._pad = round(pad_ms * samplerate / 1000.0)
         self._block = max(1, round(block_ms * samplerate / 1000.0))
-        self._prompts: deque[_Prompt] = deque()
-        self._by_token: dict[int, _Prompt] = {}
+        self._prompts: deque[PromptAudio] = deque()
+        self._by_token: dict[int, PromptAudio] = {}
         self._cancelled: set[int] = set()
         self._task: asyncio.Task | None = None
         self._closed = False
@@ -77,10 +66,10 @@ class FileSpeaker:
 
     # -- producers (on the loop) --
 
-    def _prompt(self, token: int) -> _Prompt:
+    def _prompt(self, token: int) -> PromptAudio:
         p = self._by_token.get(token)
         if p is None:
-            p = self._by_token[token] = _Prompt(token, self._pad)
+            p = self._by_token[token] = PromptAudio(token, self._pad)
             self._prompts.append(p)
         return p
 
@@ -170,7 +159,7 @@ class FileSpeaker:
                 self._on_event("completed", p.token, t + i * ms_per_sample)
         return out
 
-    def _drop(self, p: _Prompt) -> None:
+    def _drop(self, p: PromptAudio) -> None:
         self._prompts.popleft()
         self._by_token.pop(p.token, None)
 

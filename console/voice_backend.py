@@ -202,10 +202,10 @@ class VoiceBackend:
             report_pauses=True,
         )
         spec = session.flow.spec
-        if self.models.matcher_kind == "embedding":
+        if self.models.matcher_kind != "lexical":  # an embedding kind (voices.interpret)
             from voices.interpret import make_matcher
 
-            self.matcher = make_matcher(dict(spec.intents), None, "embedding")
+            self.matcher = make_matcher(dict(spec.intents), None, self.models.matcher_kind)
         else:
             from ladder.flow.text import LexicalMatcher
 

@@ -457,13 +457,14 @@ class MicStream:
 # -- speaker ---------------------------------------------------------------------------
 
 
-class _Prompt:
-    """One prompt's audio. Producers append chunks and set `finished`/`flush`; only the
-    audio callback reads and advances it (deque append/popleft are atomic in CPython)."""
+class PromptAudio:
+    """One prompt's audio on its way to a speaker (a device's, or the file backend's).
+    Producers append chunks and set `finished`/`flush`; only the output's callback reads
+    and advances it (deque append/popleft are atomic in CPython)."""
 
     __slots__ = ("chunks", "finished", "flush", "offset", "pad_left", "resampler", "started", "token")
 
-    def __init__(self, token: int, pad_samples: int, resampler: StreamResampler | None) -> None:
+    def __init__(self, token: int, pad_samples: int, resampler: StreamResampler | None = None) -> None:
         self.token = token
         self.chunks: deque[np.ndarray] = deque()
         self.offset = 0
@@ -519,8 +520,8 @@ class Speaker:
         self._on_error = on_error
         self._record = record
         self._on_played = on_played
-        self._prompts: deque[_Prompt] = deque()  # play order; callback pops finished ones
-        self._by_token: dict[int, _Prompt] = {}  # producers' view; guarded by _lock
+        self._prompts: deque[PromptAudio] = deque()  # play order; callback pops finished ones
+        self._by_token: dict[int, PromptAudio] = {}  # producers' view; guarded by _lock
         self._cancelled: set[int] = set()  # interrupted tokens (tokens are unique per prompt)
         self._lock = threading.Lock()  # producers only, never taken in the callback
         self._blocks: list[np.ndarray] = []
@@ -562,7 +563,7 @@ class Speaker:
 
     # -- producers (any thread) --
 
-    def _prompt(self, token: int) -> _Prompt:
+    def _prompt(self, token: int) -> PromptAudio:
         p = self._by_token.get(token)
         if p is None:
             resampler = (
@@ -570,7 +571,7 @@ class Speaker:
                 if self.device_samplerate != self.samplerate
                 else None
             )
-            p = _Prompt(token, self._pad_samples, resampler)
+            p = PromptAudio(token, self._pad_samples, resampler)
             self._by_token[token] = p
             self._prompts.append(p)
         return p
