@@ -14,7 +14,8 @@ Two held-out sets, neither of them examples in the flow (the bench checks):
   and FRESH's, so both are optimistic now;
 - `LATE`: written before that rework, put aside, measured once after it.
 
-`matcher_kind` picks the matcher (wordllama by default; all-MiniLM-L6-v2; a blend).
+`matcher_kind` picks the matcher (wordllama by default; all-MiniLM-L6-v2; a blend; a
+softmax classifier trained on the flow's examples, voices.intent_classifier).
 
 Plus how many clearly unrelated and call-like off-topic turns are accepted as an intent
 (they should come back unclear: none of the first, at most 10 % of the second).
