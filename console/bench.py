@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from voices.stt import SHORT_ANSWER_DECODE
+
 # The bench's caller, turn by turn: what is said (words, and a float for a pause inside
 # the turn) and what it is. "answer": a value that completes the pending slot, so the
 # agent's next question follows (the slot-aware end of turn may end such a turn early);
@@ -78,7 +80,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
-    from voices.stt import DIGITS_DECODE, resample
+    from voices.stt import resample
 
     from .live import LiveSession
     from .voice_backend import FileBackend, VoiceModels
@@ -154,7 +156,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
     for clip in clips:
         padded = np.concatenate([np.zeros(3200, np.float32), clip, np.zeros(3200, np.float32)])
         started = time.perf_counter()
-        recognizer.transcribe(padded, **DIGITS_DECODE)  # every stage here waits for digits
+        recognizer.transcribe(padded, **SHORT_ANSWER_DECODE)  # every stage here waits for digits
         raw_stt.append((time.perf_counter() - started) * 1000.0)
         started = time.perf_counter()
         recognizer.transcribe(padded)
@@ -231,10 +233,10 @@ STAGES = (
 )
 
 # faster-whisper options compared on the same utterances: what the agent uses for a
-# digits slot (voices.stt.DIGITS_DECODE) and for anything else (the 30 s window), beside
+# code or a yes/no (voices.stt.SHORT_ANSWER_DECODE) and for anything else (the 30 s window), beside
 # the alternatives (`lull bench stt` compares windows on many more callers)
 WHISPER_VARIANTS = {
-    "in use for a digits slot (8 s window, pauses shortened)": {"window_s": 8.0, "vad_parameters": {"min_silence_duration_ms": 500, "speech_pad_ms": 150}},
+    "in use for a code or a yes/no (8 s window checked by 10 s, pauses shortened)": SHORT_ANSWER_DECODE,
     "in use otherwise (30 s window)": {},
     "with timestamps": {"without_timestamps": False},
     "no whisper VAD pass": {"vad_filter": False},

@@ -427,13 +427,14 @@ class VoiceBackend:
                 longest("complete_value_end_ms", COMPLETE_VALUE_END_MS), longest("partial_value_hold_ms", PARTIAL_VALUE_HOLD_MS))
 
     def _decode_options(self) -> dict:
-        """Whisper's options for the words the pending question waits for: a digits slot
-        gets the short encoder window (voices.stt.DIGITS_DECODE, measured by `lull bench
-        stt`: as accurate on codes at a quarter of the time); anything else the full one."""
-        from voices.stt import DIGITS_DECODE
+        """Whisper's options for the words the pending question waits for: a code or a
+        yes/no gets the short encoder window (voices.stt.SHORT_ANSWER_DECODE, measured by
+        `lull bench stt`: as accurate on those at about 0.3 of the time); anything else
+        the full one."""
+        from voices.stt import SHORT_ANSWER_DECODE
 
         pending = self._pending_slot()
-        return dict(DIGITS_DECODE) if pending is not None and pending[0].type == "digits" else {}
+        return dict(SHORT_ANSWER_DECODE) if pending is not None and pending[0].type in ("digits", "yes_no") else {}
 
     def _pause_started(self, event) -> None:
         """On the loop: a pause began within a caller turn: decode what was said so far."""

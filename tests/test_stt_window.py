@@ -1,11 +1,11 @@
-"""Whisper's short encoder window for a pending digits slot: when it is used, when a
+"""Whisper's short encoder window for a pending code or yes/no: when it is used, when a
 decode is done again with the full window, and the paused code it once misread."""
 
 import asyncio
 
 import numpy as np
 import pytest
-from voices.stt import DIGITS_DECODE, _repeats, _token_limit
+from voices.stt import SHORT_ANSWER_DECODE, _repeats, _same_reading, _token_limit
 
 
 @pytest.mark.parametrize(
@@ -31,6 +31,22 @@ def test_a_decode_that_says_a_phrase_over_again_is_a_repeat(text, repeats):
     assert _repeats(text) is repeats
 
 
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("29, 340", "2 9 3 4 0", True),  # spacing and punctuation
+        ("to 9, 3 4 0", "29, 3 4 0", True),  # the same digits as the agent reads them
+        ("Yes, that's right.", "yes that's right", True),
+        ("29, 340, 0", "29, 340", False),  # one window added a digit
+        ("no, 4 8 2 2", "4 8 2 2", False),  # one dropped the "no"
+        ("yes", "yeah", False),
+        ("the code is 4821", "4821", True),
+    ],
+)
+def test_two_windows_agree_when_the_agent_would_read_them_alike(a, b, same):
+    assert _same_reading(a, b) is same
+
+
 def test_the_token_limit_leaves_room_for_fast_speech():
     # about 4 tokens a second in speech; the limit is more than twice that
     assert _token_limit(1.0) >= 2 * 4 + 8
@@ -50,8 +66,9 @@ class _Recognizer:
         return Recognition("4 8 2 1", None, 1.0, 0.1, 1.0)
 
 
-def test_a_pending_digits_slot_gets_the_short_window_and_a_yes_no_the_full_one():
+def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_one():
     from console.voice_backend import TurnLatency, VoiceBackend, VoiceModels
+    from ladder.flow.spec import Slot
     from test_voice_backend import FakeVoice, start
 
     async def body():
@@ -63,14 +80,19 @@ def test_a_pending_digits_slot_gets_the_short_window_and_a_yes_no_the_full_one()
         while session.runtime.ladder.pending_episode is None:  # the code question is asked
             assert loop.time() < deadline
             await asyncio.sleep(0.02)
-        assert backend._decode_options() == DIGITS_DECODE
+        assert backend._decode_options() == SHORT_ANSWER_DECODE
         backend._recognize("heard-1", 1, np.zeros(16000, np.float32), TurnLatency("heard-1", 0.0), backend._decode_options())
         await asyncio.sleep(0.05)
-        assert recognizer.calls[-1] == DIGITS_DECODE
-        assert session.runtime.asking[1] != "ask_code"  # the code was taken: now a yes or no
+        assert recognizer.calls[-1] == SHORT_ANSWER_DECODE
+        assert session.runtime.asking[1] == "confirm_code"  # the code was taken: now a yes or no
         while session.runtime.ladder.pending_episode is None:
             assert loop.time() < deadline
             await asyncio.sleep(0.02)
+        assert backend._decode_options() == SHORT_ANSWER_DECODE
+        # words for a free-text slot, or with no question pending: the full window
+        backend._pending_slot = lambda: (Slot(type="text"), "", 250, 2500)
+        assert backend._decode_options() == {}
+        backend._pending_slot = lambda: None
         assert backend._decode_options() == {}
         await session.stop()
 
@@ -96,21 +118,22 @@ def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):
         return np.zeros(int(seconds * 16000), np.float32)
 
     audio = np.concatenate([silence(0.3), speech("two nine"), silence(1.2), speech("three four zero"), silence(0.25)])
-    heard = models.recognizer.transcribe(audio, **DIGITS_DECODE)
+    heard = models.recognizer.transcribe(audio, **SHORT_ANSWER_DECODE)
     assert parse_digits(heard.text) == "29340", heard.raw_text
 
 
 def test_bench_stt_measures_every_variant_on_the_same_callers(models):
-    from voices.stt_bench import DIGITS, IN_USE, VARIANTS, make_callers, run_stt_bench
+    from voices.stt_bench import SHORT, IN_USE, VARIANTS, make_callers, run_stt_bench
 
-    callers = make_callers(models.voice, codes=4)
-    again = make_callers(models.voice, codes=4)
+    callers = make_callers(models.voice, codes=4, answers=2)
+    again = make_callers(models.voice, codes=4, answers=2)
     assert all(np.array_equal(a, b) and t == u for (a, t, _), (b, u, _) in zip(callers, again, strict=True))  # one seed
-    result = run_stt_bench(models.recognizer, models.voice, codes=4)
-    assert result["callers"] == {"digits": 4, "words": len(callers) - 4}
-    assert set(result["variants"]) == set(VARIANTS) and {IN_USE, DIGITS} <= set(VARIANTS)
+    result = run_stt_bench(models.recognizer, models.voice, codes=4, answers=2)
+    counts = result["callers"]
+    assert counts["digits"] == 4 and counts["words"] > 0 and counts["yes_no"] > 0 and sum(counts.values()) == len(callers)
+    assert set(result["variants"]) == set(VARIANTS) and {IN_USE, SHORT} <= set(VARIANTS)
     for row in result["variants"].values():
         assert 0 <= row["digits_right"] <= 4 and row["median_ms"] > 0
-        assert len(row["misses"]) == 4 + result["callers"]["words"] - row["digits_right"] - row["words_right"]
+        assert len(row["misses"]) == len(callers) - row["digits_right"] - row["words_right"] - row["yes_no_right"]
     # the full window reads these clean synthetic callers nearly all right
     assert result["variants"][IN_USE]["digits_right"] >= 3

@@ -85,16 +85,17 @@ DECODE_OPTIONS = {
 # The encoder's window, in seconds of audio. Whisper pads every utterance to 30 s and
 # the encoder's cost is that window's (0.45 s of 0.5 s here); CTranslate2 takes a
 # shorter one, as whisper.cpp's audio_ctx does. Measured by `lull bench stt` on the same
-# callers (48 codes, half said in two parts with a pause, and 14 answers and requests):
-# an 8 s window with the caller's pauses shortened first (whisper's VAD pass keeps 300 ms
-# of a pause of 500 ms or more) reads codes as well as the full window at a quarter of
-# the time, but a short window often repeats a sentence ("Yes, that's right. Yes,
-# that's right.") and reads words worse. So the full window is the default, and the
-# short one is for a pending digits slot (`DIGITS_DECODE`, chosen by the voice backend),
-# where a decode that repeats itself or loops is decoded again with the full window.
+# callers (48 codes, half said in two parts with a pause; 14 yes/no answers; 14
+# requests): an 8 s window with the caller's pauses shortened first (whisper's VAD pass
+# keeps 300 ms of a pause of 500 ms or more) reads codes and yes/no answers as well as
+# the full window at about 0.3 of the time, but a short window now and then repeats
+# itself ("Yes? Yes?") and reads other sentences worse. So the full window is the
+# default, and the short one is for a pending code or yes/no (`SHORT_ANSWER_DECODE`,
+# chosen by the voice backend), where a decode that repeats itself, loops or runs past
+# its token budget is decoded again with the full window.
 SHORT_WINDOW_S: float | None = None
 SHORTER_PAUSES = {"min_silence_duration_ms": 500, "speech_pad_ms": 150}
-DIGITS_DECODE = {"window_s": 8.0, "vad_parameters": SHORTER_PAUSES}
+SHORT_ANSWER_DECODE = {"window_s": 8.0, "check_window_s": 10.0, "short_window_vad": SHORTER_PAUSES}
 _LOOP = re.compile(r"\b(\S+(?:\s+\S+){0,3}?)(?:[\s,.-]+\1\b){5,}", re.IGNORECASE)
 _TOKEN = re.compile(r"[a-z0-9']+")
 
@@ -107,6 +108,19 @@ def _token_limit(audio_s: float) -> int:
 def _loops(text: str) -> bool:
     """Does a decode repeat a phrase six times or more ("926 8 926 8 926 8 ...")?"""
     return bool(_LOOP.search(text))
+
+
+def _same_reading(a: str, b: str) -> bool:
+    """Do two decodes say the same, whatever their spacing and punctuation ("29, 340" and
+    "2 9 3 4 0"), or give the agent the same digits and the same yes or no ("to 9, 3 4 0"
+    and "29 340"; not "no, 4 8 2 2" and "4 8 2 2")?"""
+    from ladder.flow.text import parse_digits, parse_yes_no
+
+    a, b = clean_transcript(a), clean_transcript(b)
+    if "".join(_TOKEN.findall(a.lower())) == "".join(_TOKEN.findall(b.lower())):
+        return True
+    digits = parse_digits(a)
+    return digits is not None and digits == parse_digits(b) and parse_yes_no(a) == parse_yes_no(b)
 
 
 def _repeats(text: str) -> bool:
@@ -189,11 +203,22 @@ class WhisperRecognizer:
             return str(path), path.name
         return str(model), str(model)
 
-    def transcribe(self, audio: np.ndarray, *, window_s: float | None | str = "default", **options) -> Recognition:
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        window_s: float | None | str = "default",
+        check_window_s: float | None = None,
+        short_window_vad: dict | None = None,
+        **options,
+    ) -> Recognition:
         """Decode float32 mono 16 kHz audio; the lazy segments are consumed here.
 
         `options` override `self.options` for this call, `window_s` the encoder's
-        window (`SHORT_WINDOW_S`; None: the full 30 s); the bench compares them."""
+        window (`SHORT_WINDOW_S`; None: the full 30 s). With `check_window_s` a short
+        window's words stand only if a second short window reads the same, else the
+        full window decides; `short_window_vad` are whisper's VAD settings for the short
+        windows only. The bench compares them."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         audio_s = x.shape[0] / SAMPLE_RATE
         if x.size == 0:
@@ -211,8 +236,17 @@ class WhisperRecognizer:
                     # a short window now and then loops ("926 8 926 8 ..."): bound its
                     # tokens so a loop costs little, and decode a loop again in full
                     limit = _token_limit(audio_s)
-                    raw, info, tokens = self._decode(x, window, {**options, "max_new_tokens": limit})
-                    if tokens >= limit or _loops(raw) or _repeats(clean_transcript(raw)):
+                    short = {**options, "max_new_tokens": limit}
+                    if short_window_vad is not None:
+                        short["vad_parameters"] = short_window_vad
+                    raw, info, tokens = self._decode(x, window, short)
+                    doubt = tokens >= limit or _loops(raw) or _repeats(clean_transcript(raw))
+                    if not doubt and check_window_s is not None and audio_s + 1.0 <= check_window_s:
+                        # two windows err differently (one adds a digit, one drops a
+                        # part): when they disagree, neither is trusted
+                        check, _, tokens = self._decode(x, check_window_s, short)
+                        doubt = tokens >= limit or not _same_reading(check, raw)
+                    if doubt:
                         raw, info, _ = self._decode(x, None, options)
         except Exception as exc:
             raise RecognizerError(f"whisper decode failed: {_one_line(exc)}") from exc

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .stt import DIGITS_DECODE, SHORTER_PAUSES
+from .stt import SHORT_ANSWER_DECODE, SHORTER_PAUSES
 
 RATE = 16_000
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -30,12 +30,20 @@ _SENTENCES = (
     "I want to talk to someone", "that's correct", "no it isn't",
 )
 
+# answers to "Is that right?": read right when the yes or no comes through
+_YES_NO = (
+    ("yes", True), ("no", False), ("yeah", True), ("yep", True), ("nope", False), ("correct", True),
+    ("yes that's right", True), ("no that's wrong", False), ("that's correct", True), ("no it isn't", False),
+    ("yes it is", True), ("no, not quite", False), ("yes please", True), ("no sorry", False),
+)
+
 # name -> transcribe() options: the two the agent uses, then the alternatives
 IN_USE = "30 s window (in use)"
-DIGITS = "8 s window, pauses shortened (in use for a digits slot)"
+SHORT = "8 s window checked by a 10 s one, pauses shortened (in use for a code or a yes/no)"
 VARIANTS: dict[str, dict] = {
     IN_USE: {},
-    DIGITS: dict(DIGITS_DECODE),
+    SHORT: dict(SHORT_ANSWER_DECODE),
+    "8 s window, pauses shortened, no second window": {"window_s": 8.0, "vad_parameters": SHORTER_PAUSES},
     "30 s window, pauses shortened": {"vad_parameters": SHORTER_PAUSES},
     "8 s window": {"window_s": 8.0},
     "10 s window, pauses shortened": {"window_s": 10.0, "vad_parameters": SHORTER_PAUSES},
@@ -46,8 +54,9 @@ def _normal(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
 
 
-def make_callers(voice, codes: int = 48, seed: int = 7) -> list[tuple[np.ndarray, str, str]]:
-    """(audio at 16 kHz, what was said, "digits" or "words"), from one seed."""
+def make_callers(voice, codes: int = 48, seed: int = 7, answers: int | None = None) -> list[tuple[np.ndarray, str, str]]:
+    """(audio at 16 kHz, what was said, "digits", "words" or "yes_no"), from one seed;
+    `answers` takes only the first few of the fixed requests and yes/no answers."""
     from .stt import resample
 
     rng = np.random.default_rng(seed)
@@ -82,8 +91,10 @@ def make_callers(voice, codes: int = 48, seed: int = 7) -> list[tuple[np.ndarray
         else:
             parts.append(speech(" ".join(words)))
         callers.append((noisy(parts), code, "digits"))
-    for sentence in _SENTENCES:
+    for sentence in _SENTENCES[:answers]:
         callers.append((noisy([speech(sentence)]), sentence, "words"))
+    for sentence, yes in _YES_NO[:answers]:
+        callers.append((noisy([speech(sentence)]), "yes" if yes else "no", "yes_no"))
     return callers
 
 
@@ -94,13 +105,14 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def run_stt_bench(recognizer, voice, codes: int = 48) -> dict:
-    from ladder.flow.text import parse_digits
+def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None) -> dict:
+    from ladder.flow.text import parse_digits, parse_yes_no
 
-    callers = make_callers(voice, codes)
+    callers = make_callers(voice, codes, answers=answers)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     code_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0} for name in VARIANTS}
+    right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0, "yes_no": 0} for name in VARIANTS}
+    short_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     misses: dict[str, list[str]] = {name: [] for name in VARIANTS}
     recognizer.transcribe(callers[0][0])  # warm-up
     for audio, truth, kind in callers:
@@ -110,17 +122,26 @@ def run_stt_bench(recognizer, voice, codes: int = 48) -> dict:
             times[name].append((time.perf_counter() - started) * 1000.0)
             if kind == "digits":
                 code_times[name].append(times[name][-1])
-            ok = parse_digits(text) == truth if kind == "digits" else _normal(text) == _normal(truth)
+            if kind == "yes_no":
+                short_times[name].append(times[name][-1])
+            if kind == "digits":
+                ok = parse_digits(text) == truth
+            elif kind == "yes_no":
+                ok = parse_yes_no(text) == (truth == "yes")
+            else:
+                ok = _normal(text) == _normal(truth)
             right[name][kind] += ok
             if not ok:
                 misses[name].append(f"{truth!r} -> {text!r}")
-    counts = {"digits": sum(kind == "digits" for *_, kind in callers), "words": sum(kind == "words" for *_, kind in callers)}
+    counts = {kind: sum(k == kind for *_, k in callers) for kind in ("digits", "words", "yes_no")}
     return {
         "callers": counts,
         "variants": {
             name: {
                 "digits_right": right[name]["digits"],
                 "words_right": right[name]["words"],
+                "yes_no_right": right[name]["yes_no"],
+                "yes_no_median_ms": round(statistics.median(short_times[name]), 1),
                 "median_ms": round(statistics.median(times[name]), 1),
                 "codes_median_ms": round(statistics.median(code_times[name]), 1),
                 "p90_ms": round(_percentile(times[name], 0.9), 1),

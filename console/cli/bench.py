@@ -137,18 +137,21 @@ def bench_stt(
         typer.echo(json.dumps(result, indent=2))
         return
     counts = result["callers"]
-    table = Table(title=f"whisper on {counts['digits']} codes and {counts['words']} answers (tiny.en, int8, same audio)", title_justify="left")
-    for column in ("variant", "digits right", "words right", "median ms", "codes: median ms", "p90 ms", "max ms"):
+    table = Table(title=f"whisper on {counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests "
+                        "(tiny.en, int8, same audio)", title_justify="left")
+    for column in ("variant", "codes right", "yes/no right", "words right", "median ms", "codes: median", "yes/no: median", "p90 ms", "max ms"):
         table.add_column(column)
     for name, row in result["variants"].items():
-        table.add_row(name, f"{row['digits_right']}/{counts['digits']}", f"{row['words_right']}/{counts['words']}",
-                      _fmt(row["median_ms"]), _fmt(row["codes_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
+        table.add_row(name, f"{row['digits_right']}/{counts['digits']}", f"{row['yes_no_right']}/{counts['yes_no']}",
+                      f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]), _fmt(row["codes_median_ms"]),
+                      _fmt(row["yes_no_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
     out.print(table)
-    from voices.stt_bench import DIGITS, IN_USE
+    from voices.stt_bench import SHORT, IN_USE
 
-    digits, full = result["variants"][DIGITS], result["variants"][IN_USE]
-    out.print(f"digits slot against the 30 s window: decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}, "
-              f"digits right {digits['digits_right'] - full['digits_right']:+d}, words right {digits['words_right'] - full['words_right']:+d}")
+    digits, full = result["variants"][SHORT], result["variants"][IN_USE]
+    out.print(f"short window against the 30 s window: decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}, "
+              f"on yes/no {digits['yes_no_median_ms'] / full['yes_no_median_ms']:.2f}; codes right {digits['digits_right'] - full['digits_right']:+d}, "
+              f"yes/no right {digits['yes_no_right'] - full['yes_no_right']:+d}, words right {digits['words_right'] - full['words_right']:+d}")
     for name, row in result["variants"].items() if misses else ():
         for miss in row["misses"]:
             out.print(Text(f"  {name}: {miss}"))

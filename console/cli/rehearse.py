@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -155,9 +156,10 @@ def rehearse(
         if problem is None:
             raise
         fail(problem)
-    latencies = getattr(the_backend, "latencies", [])
-    for latency in latencies:
-        print_text(f"turn {latency.turn}: {latency.as_dict()}")
+    gaps = [g for g in (lat.as_dict()["perceived_gap_ms"] for lat in getattr(the_backend, "latencies", [])) if g is not None]
+    if gaps:  # each turn's wait was shown as it happened; the call's, in one line
+        print_text(f"caller's wait over {len(gaps)} answered turns: median {statistics.median(gaps) / 1000:.2f} s, "
+                   f"longest {max(gaps) / 1000:.2f} s")
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
 
 
