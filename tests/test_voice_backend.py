@@ -186,3 +186,23 @@ def test_a_restarted_call_gets_a_new_file_backend_on_the_loaded_models(tmp_path,
     first = rehearse._make_backend("file", caller, None, None, None, None, None, models=models)
     again = rehearse._make_backend("file", caller, None, None, None, None, None, models=first.models)
     assert isinstance(again, FileBackend) and again is not first and again.models is models
+
+
+def test_without_minilm_the_voice_backend_matches_with_wordllama_and_says_so(monkeypatch):
+    import voices.interpret as interpret
+
+    def missing():
+        raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")
+
+    monkeypatch.setattr(interpret, "load_minilm", missing)
+
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="blend"), name="fake")
+        session, records = await start(backend)
+        assert isinstance(backend.matcher, interpret.EmbeddingMatcher)
+        assert backend.matcher.match("can I speak to a real person")[0] == "route:transfer"
+        notes = [r for r in records if r.get("kind") == "intent_matcher"]
+        assert notes and notes[0]["asked"] == "blend" and notes[0]["using"] == "embedding"
+        await session.stop()
+
+    asyncio.run(body())

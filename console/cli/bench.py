@@ -72,7 +72,7 @@ def bench_turn(
 @bench_app.command("intents")
 def bench_intents(
     flow: Annotated[str, typer.Option("--flow", help="A library flow name or a flow file.")] = "reference_code",
-    matcher: Annotated[str, typer.Option("--matcher", help="embedding (wordllama), minilm, blend, lexical, or all.")] = "embedding",
+    matcher: Annotated[str, typer.Option("--matcher", help="blend (in use), embedding (wordllama), minilm, classifier, lexical, or all.")] = "blend",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real embedding model).
