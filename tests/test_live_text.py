@@ -53,6 +53,17 @@ def test_a_typed_call_answers_confirms_and_completes(tmp_path):
     assert any("slot reference_code = '4821'" in line for line in stream)  # the screen shows it
 
 
+def test_no_with_a_new_code_at_the_confirmation_confirms_the_new_code(tmp_path):
+    outcome, lines, stream, session = rehearse(["4 8 2 1", "no, it's 4 8 2 2", "yes"], tmp_path / "take")
+    assert outcome == "completed"
+    said = [text for who, text in lines if who == "agent"]
+    first = said.index("I heard 4 8 2 1. Is that right?")
+    assert said[first + 1] == "I heard 4 8 2 2. Is that right?"  # not the code question again
+    assert session.runtime.state["reference_code"] == "4822" and session.runtime.state["code_confirmed"] is True
+    text = journal_text_without_clocks(tmp_path / "take" / "journal.jsonl")
+    assert "4822" not in text and "4 8 2 2" not in text
+
+
 def test_silence_walks_the_ladder_to_a_safe_close_in_real_time():
     outcome, lines, stream, session = rehearse([])
     assert outcome == "closed_incomplete"

@@ -327,6 +327,11 @@ class FlowRuntime:
         if answered:
             for slot, slot_value in fills.items():
                 self._fill(slot, slot_value, event.turn)
+            if any(value is False and self.flow.spec.slots[slot].type == "yes_no" for slot, value in fills.items()):
+                # "no, it's 4 8 2 2" at a confirmation: the no is about the value it
+                # confirms, and the new value replaces that one (G3), which withdraws the
+                # no with every answer after it, so the confirmation asks about the new value
+                self._corrections(event)
         elif event.intent:
             # what the caller asked for, as a fact for overlay triggers (this turn only)
             self.state[f"intent:{event.intent}"] = True
