@@ -74,7 +74,10 @@ def ladder_text(snapshot: dict, policy: LadderPolicy, now: float) -> Text:
     holding = state == "held" or bool(episode and episode.get("held") and "hold" in snapshot.get("timers", {}))
     for i, stage in enumerate(policy.stages):
         here = i == current
-        prompt = f" “{shorten(stage.prompt, 34)}”" if stage.prompt else ""
+        # the words as the agent would say them now: {routes} composed from the routes
+        # available, a sentence naming a switched-off route left out
+        spoken = policy.compose(stage)[0] if stage.prompt else ""
+        prompt = f" “{shorten(spoken, 34)}”" if spoken else " (says nothing now)" if stage.prompt else ""
         if here and holding:
             marker, style = "⏸ ", "bold"  # the ladder waits on the hold: no stage is running
         elif here:
