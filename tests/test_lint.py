@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.flow.lint import denies_receipt, lint_wording
+from ladder.flow.lint import claims_action, claims_receipt, denies_receipt, lint_wording
 from sessions.flowfiles import check_data, check_file, library_flow_path, library_flows
 
 SCENARIOS = Path(__file__).parent / "scenarios"
@@ -78,6 +78,13 @@ def test_every_shipped_flow_and_every_scenario_flow_passes_the_lint():
          "stages[3].ladder.prompts.safe_close", "but reference code was collected before this stage"),
         (lambda d: stage(d, "confirm_code")["ladder"].update(close_deadline="Time is up. We didn't get your reference code."),
          "stages[3].ladder.close_deadline", "but reference code was collected before this stage"),
+        # a close that claims what has not happened when it plays
+        (lambda d: stage(d, "confirm_code")["ladder"]["prompts"].update(safe_close="Your code is confirmed. Goodbye."),
+         "stages[3].ladder.prompts.safe_close", "but code confirmed has not been collected when this close plays"),
+        (lambda d: stage(d, "confirm_code")["ladder"]["prompts"].update(safe_close="I've looked up your reference. Goodbye."),
+         "stages[3].ladder.prompts.safe_close", "but no tool has run before this stage"),
+        (lambda d: stage(d, "ask_code").update(ladder={"prompts": {"safe_close": "I have your reference code, thank you. Goodbye."}}),
+         "stages[2].ladder.prompts.safe_close", "but reference code has not been collected when this close plays"),
     ],
 )
 def test_the_lint_refuses_wording_with_its_path(change, where, says):
@@ -91,6 +98,10 @@ def test_a_closing_claim_about_the_pending_question_itself_is_true():
     assert denies_receipt("I haven't received the reference code.")
     assert denies_receipt("The reference code hasn't been received.")
     assert not denies_receipt("I heard a code, but it wasn't confirmed.")
+    # the confirmation's own close says the code was heard (true) and nothing looked up
+    assert not claims_receipt("I heard a code, but it wasn't confirmed, so nothing has been looked up or changed.")
+    assert not claims_action("Nothing has been looked up or changed.")
+    assert claims_receipt("Your code is confirmed.") and claims_action("I've checked your booking.")
 
 
 def flow_check(tmp_path: Path, data: dict) -> subprocess.CompletedProcess:

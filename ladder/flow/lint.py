@@ -17,7 +17,10 @@ Errors (the flow is refused):
 - a collecting stage using a ladder (the flow's) whose wording talks about another
   stage's slot: give the stage a `ladder` of its own (per-question wording);
 - a close that says a slot was not received ("I haven't received the reference
-  code") in a stage that comes after the stage that collects it.
+  code") in a stage that comes after the stage that collects it; a collecting
+  stage's close that says a slot not yet collected was received or confirmed
+  ("Your code is confirmed" at the confirmation), or that a tool's work was done
+  ("I've looked up your reference") when no tool has run before the stage.
 
 Warnings (shown, the flow is kept): wording that blames the caller; a ladder prompt
 estimated to last longer than its stage's wait; `{routes}` in a stage whose routes
@@ -71,6 +74,29 @@ def _names(text: str, phrase: str) -> bool:
     said = " " + " ".join(_words(text)) + " "
     words = _words(phrase)
     return bool(words) and f" {' '.join(words)} " in said
+
+
+# what a close may claim was done: a value received or confirmed, a tool's work done
+_CLAIMED_RECEIPT = {"received", "got", "have", "heard", "confirmed", "recorded", "captured", "taken", "noted", "verified"}
+_CLAIMED_ACTION = ("looked up", "look up", "checked", "found", "changed", "updated", "processed", "booked", "cancelled", "verified")
+
+
+_NONE = {"nothing", "nobody", "none", "neither", "nor", "without", "yet"}
+
+
+def _affirms(sentence: str) -> bool:
+    """A sentence with no negation at all: what it says happened, it says did."""
+    return not any(w in _NEGATIONS or w in _NONE or w.endswith("n't") for w in _words(sentence))
+
+
+def claims_receipt(sentence: str) -> bool:
+    """Does the sentence say a value was received or confirmed ("I have your code")?"""
+    return _affirms(sentence) and any(w in _CLAIMED_RECEIPT for w in _words(sentence))
+
+
+def claims_action(sentence: str) -> bool:
+    """Does the sentence say work was done ("I've looked up your reference")?"""
+    return _affirms(sentence) and any(_names(sentence, phrase) for phrase in _CLAIMED_ACTION)
 
 
 def denies_receipt(sentence: str) -> bool:
@@ -245,6 +271,9 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                 _check_owner(flow, sid, spath, stage, policy, own, collected_by, add)
             if layer_name == MAIN and before:
                 _check_closes(flow, sid, spath, stage, policy, own, before, add)
+            if layer_name == MAIN and stage.collect:
+                tools_before = any(flow.stage(u).call is not None for u in upstream or ())
+                _check_close_claims(flow, sid, spath, stage, policy, own, before or set(), tools_before, add)
     return out
 
 
@@ -307,6 +336,36 @@ def _check_closes(flow, sid, spath, stage, policy, own, before, add) -> None:
                         + ("" if own else ' (give the stage a "ladder" of its own)'),
                         about=w.path,
                     )
+
+
+def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_before, add) -> None:
+    """A collecting stage's close plays because its question went unanswered: it may not
+    say that a value not yet collected was received or confirmed, nor that a tool's work
+    was done when no tool has run before this stage ("Your code is confirmed" at the
+    confirmation's own close; "I've looked up your reference" before any lookup)."""
+    pending = set(flow.spec.slots) - before
+    for w in _texts_of(policy, closes_only=True, collecting=True):
+        for sentence in sentences(w.text):
+            claim = None
+            if claims_receipt(sentence):
+                named = [slot for slot in sorted(pending) if any(_names(sentence, p) for p in _slot_phrases(flow, slot))]
+                if not named and {"confirmed", "verified"} & set(_words(sentence)):
+                    # "your code is confirmed": a confirmation, whatever it names
+                    named = [slot for slot in sorted(pending) if flow.spec.slots[slot].type == "yes_no"]
+                claim = named[0] if named else None
+                why = f"{claim.replace('_', ' ')} has not been collected when this close plays" if claim else ""
+            if claim is None and not tools_before and claims_action(sentence):
+                claim, why = "tool", "no tool has run before this stage"
+            if claim is None:
+                continue
+            name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+            where = _where_written(flow, spath, own, w.path) if own else spath
+            add(
+                where,
+                f"stage {sid!r}: the {name} close says \u201c{sentence}\u201d, but {why}; say what is true here"
+                + ("" if own else ' (give the stage a "ladder" of its own)'),
+                about=w.path,
+            )
 
 
 def _upstream(layer: Layer) -> dict[str, set[str]]:
