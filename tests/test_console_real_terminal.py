@@ -441,3 +441,16 @@ def test_timer_names_and_origins_are_never_cut_mid_word():
     lines = console.export_text().splitlines()
     assert lines[0].startswith("playback_estimate gen 4 4s")
     assert "estimate from start" in " ".join(" ".join(line.split()) for line in lines)
+
+
+@run_async
+async def test_a_code_answer_reads_as_an_answer_with_no_intent_noise():
+    app, backend, clock = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await to_question(app, clock, pilot)
+        backend.say("4 8 2 1")
+        await pilot.pause()
+        app.screen.refresh_panels()
+        await pilot.pause()
+        transcript = squash(" ".join(app.screen.query_one("#transcript").text_lines()))
+        assert "→ answer" in transcript and "(unclear)" not in transcript, transcript

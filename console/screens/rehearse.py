@@ -130,9 +130,10 @@ class RehearseScreen(Screen):
             log.add(now, record, self.app.verbose)
             timeline.add(now, record)
             if record.get("effect") == "Trace" and record.get("kind") == "utterance":
+                # how the turn was read; the matcher's intent beside it when there was one
                 matched = record.get("matched")
-                detail = f"intent {matched} {record.get('score', 0):.2f}" if matched else "unclear"
-                transcript.add("", f"→ {record['reason']} ({detail})")
+                detail = f" (intent {matched} {record.get('score', 0):.2f})" if matched else ""
+                transcript.add("", f"→ {record['reason']}{detail}")
             elif record.get("effect") == "Observation" and record.get("kind") == "turn_latency":
                 gap = record.get("perceived_gap_ms")
                 if isinstance(gap, (int, float)) and not isinstance(gap, bool):
