@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from rich.console import RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -25,16 +27,17 @@ MAX_ENTRIES = 2000
 
 
 class WrappingLog(RichLog):
-    """A log of rich Text entries (never parsed as markup), wrapped at its own width."""
+    """A log of rich Text entries (or grids of them; never parsed as markup), wrapped at
+    its own width."""
 
     def __init__(self, *, max_entries: int = MAX_ENTRIES, **kwargs) -> None:
         kwargs.setdefault("wrap", True)
         super().__init__(markup=False, highlight=False, min_width=1, **kwargs)
-        self.entries: deque[Text] = deque(maxlen=max_entries)
+        self.entries: deque[RenderableType] = deque(maxlen=max_entries)
         self._layout_width = 0
 
-    def add_text(self, text: Text | str) -> None:
-        entry = text if isinstance(text, Text) else Text(text)
+    def add_text(self, text: RenderableType) -> None:
+        entry = Text(text) if isinstance(text, str) else text
         self.entries.append(entry)
         if self._layout_width:
             self.write(entry, width=self._layout_width)
@@ -65,13 +68,17 @@ class WrappingLog(RichLog):
 
 
 class Transcript(WrappingLog):
+    """Who said it in a column of its own, so a wrapped line stays under its words."""
+
     def add(self, who: str, text: str, detail: str = "") -> None:
-        line = Text()
-        line.append(f"{who:>6} ", style="bold cyan" if who == "agent" else "bold green")
-        line.append(text)
+        words = Text(text)
         if detail:
-            line.append(f"  {detail}", style="dim")
-        self.add_text(line)
+            words.append(f"  {detail}", style="dim")
+        row = Table.grid(padding=(0, 1, 0, 0))
+        row.add_column(width=6, justify="right", no_wrap=True)
+        row.add_column(ratio=1, overflow="fold")
+        row.add_row(Text(who, style="bold cyan" if who == "agent" else "bold green"), words)
+        self.add_text(row)
 
 
 class EventLog(Vertical):
