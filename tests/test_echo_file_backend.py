@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import numpy as np
 import pytest
 import soundfile
+
+from file_caller import speech, talk
+from file_caller import until as wait_until
 
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
@@ -30,12 +32,6 @@ def flow():
     return report.flow
 
 
-def speech(models, text):
-    from voices.stt import resample
-
-    return resample(models.voice.synthesize_all(text), models.voice.sample_rate, 16000) * 0.8
-
-
 def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_echo(models, tmp_path):
     from console.file_backend import FileBackend
     from console.live import LiveSession
@@ -52,15 +48,8 @@ def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_ech
     def question():
         return next((p for p in session.runtime.ladder.prompts.values() if p.kind == "question"), None)
 
-    def talk(audio):
-        i = backend.fed_samples + 512
-        backend.caller_audio = np.concatenate([backend.caller_audio[:i], np.zeros(max(0, i - len(backend.caller_audio)), np.float32), audio])
-
-    async def until(predicate, timeout=40):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, [p.status.value for p in session.runtime.ladder.prompts.values()]
-            await asyncio.sleep(0.02)
+    def until(predicate, timeout=40):
+        return wait_until(predicate, timeout, why=lambda: [p.status.value for p in session.runtime.ladder.prompts.values()])
 
     async def body():
         try:
@@ -68,10 +57,10 @@ def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_ech
             await until(lambda: question() is not None and question().status.value == "started")
             await asyncio.sleep(0.4)
             marks["talk"] = session.now_ms()
-            talk(code)
+            talk(backend, code)
             await until(lambda: session.runtime.state.get("reference_code") is not None)
             await until(lambda: session.runtime.asking == ("main", "confirm_code") and session.runtime.ladder.state.value == "listening")
-            talk(yes)
+            talk(backend, yes)
             await asyncio.wait_for(session.closed.wait(), 40)
         finally:
             await session.stop()

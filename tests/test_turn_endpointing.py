@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import numpy as np
 import pytest
 import soundfile
 
 from ladder.flow.text import answer_progress
+from file_caller import speech, talk, until
+
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
 from sessions.replay import replay
@@ -48,7 +49,6 @@ def models():
 def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     from console.file_backend import FileBackend
     from console.live import LiveSession
-    from voices.stt import resample
 
     report = check_data(json.loads(library_flow_path("reference_code").read_text()), "reference_code")
     quiet = tmp_path / "quiet.wav"
@@ -56,25 +56,12 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     backend = FileBackend(models, quiet)
     session = LiveSession(report.flow, backend, journal_dir=tmp_path / "take")
 
-    def speech(text):
-        return resample(models.voice.synthesize_all(text), models.voice.sample_rate, 16000) * 0.8
-
-    def talk(audio):
-        i = backend.fed_samples + 512
-        backend.caller_audio = np.concatenate([backend.caller_audio[:i], np.zeros(max(0, i - len(backend.caller_audio)), np.float32), audio])
-
-    async def until(predicate, timeout=40):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.02)
-
     async def body():
         try:
             await session.start()
             await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
             await asyncio.sleep(0.3)
-            talk(np.concatenate([speech("two nine"), np.zeros(int(1.2 * 16000), np.float32), speech("three four zero")]))
+            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(1.2 * 16000), np.float32), speech(models, "three four zero")]))
             await until(lambda: session.runtime.asking == ("main", "confirm_code"))
             await asyncio.sleep(0.5)
         finally:

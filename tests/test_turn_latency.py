@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import numpy as np
 import pytest
 import soundfile
 
 from console.turn_latency import TurnLatency
+from file_caller import speech, talk, until
+
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
 from voices.levels import TRIM_FLOOR_DBFS, audible_end, audible_onset, trim_leading_silence
@@ -66,25 +67,11 @@ def _flow():
 def test_an_answered_turn_journals_the_gap_the_recordings_show_and_an_unanswered_one_none(models, tmp_path):
     from console.file_backend import FileBackend
     from console.live import LiveSession
-    from voices.stt import resample
 
     quiet = tmp_path / "quiet.wav"
     soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
     backend = FileBackend(models, quiet, keep_secret_audio=True)
     session = LiveSession(_flow(), backend, journal_dir=tmp_path / "take")
-
-    def speech(text):
-        return resample(models.voice.synthesize_all(text), models.voice.sample_rate, 16000) * 0.8
-
-    def talk(audio):
-        i = backend.fed_samples + 512
-        backend.caller_audio = np.concatenate([backend.caller_audio[:i], np.zeros(max(0, i - len(backend.caller_audio)), np.float32), audio])
-
-    async def until(predicate, timeout=40):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.02)
 
     def listening_at(stage):
         return session.runtime.asking == ("main", stage) and session.runtime.ladder.state.value == "listening"
@@ -94,10 +81,10 @@ def test_an_answered_turn_journals_the_gap_the_recordings_show_and_an_unanswered
             await session.start()
             await until(lambda: listening_at("ask_code"))
             await asyncio.sleep(0.3)
-            talk(speech("two nine"))  # a partial code: the agent says nothing back
+            talk(backend, speech(models, "two nine"))  # a partial code: the agent says nothing back
             await until(lambda: session.runtime.partial.get("reference_code"))
             await asyncio.sleep(0.3)
-            talk(speech("three four zero"))
+            talk(backend, speech(models, "three four zero"))
             await until(lambda: listening_at("confirm_code"))
             await asyncio.sleep(0.5)
         finally:

@@ -31,16 +31,8 @@ LEXICAL_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 
 # Phrasings a caller might use, none of them an example in the flow (voices.intent_bench:
 # written before measuring and kept as written; `lull bench intents` prints them too).
-from voices.intent_bench import CALL_LIKE_OFF_TOPIC, FRESH, HELD_OUT  # noqa: E402
+from voices.intent_bench import CALL_LIKE_OFF_TOPIC, FRESH, HELD_OUT, UNRELATED  # noqa: E402
 
-UNRELATED = (
-    "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
-    "I like pizza with pineapple", "the train was late this morning", "turn on the lights",
-    "how much does the premium plan cost", "my daughter starts school next week",
-    "is the shop open on Sundays", "the football was terrible last night", "I need to change my address",
-    "can you recommend a good restaurant", "the kettle is broken again", "what time is it in Tokyo",
-    "my password doesn't work",
-)
 
 Matcher = EmbeddingMatcher | LexicalMatcher
 
