@@ -2,7 +2,10 @@
 
 Playback is simulated in real time from the prompt's word count, one prompt after
 another as a loudspeaker would play them; a cancelled prompt stops at once. Typed
-caller turns are interpreted with the flow's example phrases.
+caller turns are interpreted with the flow's example phrases: by the character-level
+LexicalMatcher unless a `matcher_kind` of voices.interpret is asked for (`lull rehearse`
+asks for the voice backends' classifier, so a typed turn is understood as a spoken one
+would be; without the MiniLM wheel it falls back to lexical and journals why).
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ class TextBackend:
         ms_per_word: float = 300,
         start_delay_ms: float = 80,
         matcher=None,
+        matcher_kind: str = "lexical",
         on_line: Callable[[str, str], None] | None = None,
     ) -> None:
         self.ms_per_word = ms_per_word
         self.start_delay_ms = start_delay_ms
         self.matcher = matcher
+        self.matcher_kind = matcher_kind
+        self._matcher_fallback: dict | None = None
         self.on_line = on_line or (lambda who, text: None)
         self.session: LiveSession | None = None
         self._handles: dict[int, list[asyncio.TimerHandle]] = {}
@@ -54,10 +60,20 @@ class TextBackend:
         self.session = session
         if self.matcher is None:
             spec = session.flow.spec
-            self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
+            if self.matcher_kind != "lexical":
+                from voices.interpret import InterpreterError, make_matcher
+
+                try:
+                    self.matcher = make_matcher(dict(spec.intents), None, self.matcher_kind)  # type: ignore[arg-type]
+                except InterpreterError as exc:
+                    self._matcher_fallback = {"asked": self.matcher_kind, "using": "lexical", "why": str(exc)[:200]}
+            if self.matcher is None:
+                self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._matcher_fallback and self.session is not None:
+            self.session.note("intent_matcher", self._matcher_fallback)
 
     # -- the agent's side --------------------------------------------------------------
 

@@ -144,3 +144,44 @@ def test_bad_incident_commands_say_what_was_expected():
         "error: unknown command /bogus; commands: /sleep /fail /recover /hangup /tool /route /dup /quit",
     ]
     assert outcome == "caller_disconnected"
+
+
+def test_lull_rehearse_types_turns_through_the_voice_backends_classifier():
+    # a typed turn is understood as a spoken one would be: "the printer is jammed" shares
+    # enough letters with an example for the character-level matcher, not for the classifier
+    from console.cli import rehearse
+    from voices.intent_classifier import ClassifierMatcher
+
+    async def body():
+        backend = rehearse._make_backend("text", None, None, None, None, None, None)
+        session = LiveSession(compile_data(quick_flow_data()), backend)
+        await session.start()
+        assert isinstance(backend.matcher, ClassifierMatcher)
+        assert backend.matcher.match("hold on, let me look")[0] == "wait_request"
+        assert backend.matcher.match("the printer is jammed")[0] is None
+        await session.stop()
+
+    asyncio.run(body())
+
+
+def test_without_minilm_typed_turns_match_lexically_and_the_journal_says_so(monkeypatch):
+    import voices.interpret as interpret
+    from ladder.flow.text import LexicalMatcher
+
+    def missing():
+        raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")
+
+    monkeypatch.setattr(interpret, "load_minilm", missing)
+
+    async def body():
+        backend = TextBackend(matcher_kind="classifier")
+        session = LiveSession(compile_data(quick_flow_data()), backend)
+        records = []
+        session.listeners.append(lambda now, kind, r: records.append(r))
+        await session.start()
+        assert isinstance(backend.matcher, LexicalMatcher)
+        notes = [r for r in records if r.get("kind") == "intent_matcher"]
+        assert notes and notes[0]["asked"] == "classifier" and notes[0]["using"] == "lexical"
+        await session.stop()
+
+    asyncio.run(body())

@@ -187,7 +187,8 @@ def _make_backend(
     from ..text_backend import TextBackend
 
     if chosen == "text":
-        return TextBackend()
+        # typed turns understood as the voice backends understand spoken ones
+        return TextBackend(matcher_kind="classifier")
     from voices.audio import AudioUnavailable, resolve_device
     from voices.stt import RecognizerError
     from voices.tts import VoiceError
