@@ -61,10 +61,10 @@ class TextBackend:
         if self.matcher is None:
             spec = session.flow.spec
             if self.matcher_kind != "lexical":
-                from voices.interpret import InterpreterError, make_matcher
+                from voices.interpret import InterpreterError, make_matcher_soon
 
                 try:
-                    self.matcher = make_matcher(dict(spec.intents), None, self.matcher_kind)  # type: ignore[arg-type]
+                    self.matcher = make_matcher_soon(dict(spec.intents), None, self.matcher_kind)  # type: ignore[arg-type]
                 except InterpreterError as exc:
                     self._matcher_fallback = {"asked": self.matcher_kind, "using": "lexical", "why": str(exc)[:200]}
             if self.matcher is None:

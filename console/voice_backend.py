@@ -207,11 +207,11 @@ class VoiceBackend:
         )
         spec = session.flow.spec
         if self.models.matcher_kind != "lexical":  # an embedding kind (voices.interpret)
-            from voices.interpret import InterpreterError, make_matcher
+            from voices.interpret import InterpreterError, make_matcher, make_matcher_soon
 
             kind = self.models.matcher_kind
             try:
-                self.matcher = make_matcher(dict(spec.intents), None, kind)
+                self.matcher = make_matcher_soon(dict(spec.intents), None, kind)
             except InterpreterError as exc:
                 if kind == "embedding":
                     raise

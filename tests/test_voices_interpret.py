@@ -279,3 +279,32 @@ def test_minilm_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch)
     finally:
         monkeypatch.undo()
         sentence_encoder._cached.cache_clear()
+
+
+def test_background_matcher_waits_for_its_build_and_raises_its_error():
+    import threading
+
+    from voices.interpret import BackgroundMatcher, make_matcher_soon
+
+    release = threading.Event()
+
+    def build():
+        release.wait(5)
+        return LexicalMatcher({"ready": ("I have it",)}, 0.5)
+
+    matcher = BackgroundMatcher(build)
+    assert not matcher.ready
+    threading.Timer(0.05, release.set).start()
+    assert matcher.match("I have it") == ("ready", 1.0)  # waited for the build
+    assert matcher.ready and matcher.threshold == 0.5
+
+    def broken():
+        raise RuntimeError("out of memory")
+
+    failing = BackgroundMatcher(broken)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        failing.match("anything")
+    with pytest.raises(ValueError, match="unknown matcher kind"):
+        make_matcher_soon({"ready": ("I have it",)}, None, "nonsense")  # type: ignore[arg-type]
+    soon = make_matcher_soon(INTENTS, None, "classifier")
+    assert soon.match("can I speak to a real person")[0] == "route:transfer"

@@ -8,7 +8,9 @@ encoder in numpy) or on a blend of both: kinds "minilm" and "blend" (measured be
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Protocol
@@ -318,3 +320,53 @@ def make_matcher(
     if kind == "lexical":
         return LexicalMatcher(intents, LEXICAL_DEFAULT_THRESHOLD if threshold is None else threshold)
     raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")
+
+
+class BackgroundMatcher:
+    """A matcher built in a thread, for a call that is starting: building one embeds every
+    example (and the classifier trains), about 2 s for the shipped flow on a quiet 2-core
+    machine and up to 7 s under load, while the first caller turn comes after the
+    greeting, the disclosure and the question. `match` and `scores` wait for the build
+    (only a caller who speaks within those seconds waits at all); an error in the build
+    is raised there."""
+
+    def __init__(self, build: Callable[[], Matcher]) -> None:
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-matcher")
+        self._future = pool.submit(build)
+        pool.shutdown(wait=False)  # the thread ends with the build
+
+    @property
+    def ready(self) -> bool:
+        return self._future.done()
+
+    def get(self) -> Matcher:
+        return self._future.result()
+
+    @property
+    def threshold(self) -> float:
+        return self.get().threshold
+
+    def scores(self, text: str) -> dict[str, float]:
+        return self.get().scores(text)
+
+    def match(self, text: str) -> tuple[str | None, float]:
+        return self.get().match(text)
+
+
+def make_matcher_soon(
+    intents: dict[str, tuple[str, ...]],
+    threshold: float | None,
+    kind: MatcherKind = "embedding",
+) -> Matcher | BackgroundMatcher:
+    """`make_matcher` for a call that is starting: the models load now (a missing one
+    raises InterpreterError here, so the caller can fall back at once), the examples
+    are embedded and the classifier trained in a thread (BackgroundMatcher)."""
+    if kind == "lexical":
+        return make_matcher(intents, threshold, kind)
+    if kind in ("minilm", "blend", "classifier"):
+        load_minilm()
+    if kind in ("embedding", "blend"):
+        load_model()
+    if kind not in MATCHER_KINDS:
+        raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")
+    return BackgroundMatcher(lambda: make_matcher(intents, threshold, kind))
