@@ -126,11 +126,12 @@ class TextBackend:
     def say(self, text: str) -> None:
         """One typed caller turn: speech starts, ends, and is interpreted."""
         self._turns += 1
-        self.on_line("caller", text)
-        typed_turn(self._feed, self.matcher, text, self._turns)
+        typed_turn(self._feed, self.matcher, text, self._turns, heard=lambda: self.on_line("caller", text))
 
     def _feed(self, event) -> None:
         assert self.session is not None
+        if self.session.closed.is_set():
+            return  # a turn interpreted after the call ended (its matcher was still building)
         self.session.feed(event)
 
     async def close(self) -> None:
@@ -140,10 +141,21 @@ class TextBackend:
         self._handles.clear()
 
 
-def typed_turn(feed, matcher, text: str, seq: int, prefix: str = "typed") -> None:
-    """A whole caller turn from typed words (every backend accepts typed turns)."""
+def typed_turn(feed, matcher, text: str, seq: int, prefix: str = "typed", heard: Callable[[], None] | None = None) -> None:
+    """A whole caller turn from typed words (every backend accepts typed turns). `heard`
+    is called as the words are interpreted, just before they are fed (the transcript's
+    caller line, so that how it was read follows it even when interpreting waited)."""
     turn = f"{prefix}-{seq}"
-    intent, score = matcher.match(text) if text.strip() else (None, 0.0)
     feed(TurnStarted(turn, seq))
     feed(TurnEnded(turn, seq))
-    feed(CallerUtterance(turn, seq, text, intent, score))
+
+    def interpreted() -> None:
+        intent, score = matcher.match(text) if text.strip() else (None, 0.0)
+        if heard is not None:
+            heard()
+        feed(CallerUtterance(turn, seq, text, intent, score))
+
+    if getattr(matcher, "ready", True):
+        interpreted()
+    else:  # a matcher still building (voices.interpret.BackgroundMatcher): never block the loop on it
+        matcher.when_ready(asyncio.get_running_loop(), interpreted)

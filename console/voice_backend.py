@@ -586,6 +586,11 @@ class VoiceBackend:
 
     def _heard(self, turn: str, seq: int, recognition, latency: TurnLatency) -> None:
         assert self.session is not None
+        if self.session.closed.is_set():
+            return  # interpreted after the call ended (its matcher was still building)
+        if not getattr(self.matcher, "ready", True):  # still building: interpreted once it is, loop free
+            self.matcher.when_ready(self.loop, lambda: self._heard(turn, seq, recognition, latency))
+            return
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
@@ -611,8 +616,7 @@ class VoiceBackend:
         from .text_backend import typed_turn
 
         self._turns += 1
-        self.on_line("caller", text)
-        typed_turn(self._feed, self.matcher, text, 10_000 + self._turns)
+        typed_turn(self._feed, self.matcher, text, 10_000 + self._turns, heard=lambda: self.on_line("caller", text))
 
     @property
     def speaking(self) -> bool:

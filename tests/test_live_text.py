@@ -185,3 +185,38 @@ def test_without_minilm_typed_turns_match_lexically_and_the_journal_says_so(monk
         await session.stop()
 
     asyncio.run(body())
+
+
+def test_a_turn_typed_while_the_matcher_builds_waits_for_it_without_blocking_the_loop():
+    import threading
+
+    from ladder.flow.text import LexicalMatcher
+    from voices.interpret import BackgroundMatcher
+
+    intents = dict(compile_data(quick_flow_data()).spec.intents)
+    release = threading.Event()
+
+    def build():
+        release.wait(10)
+        return LexicalMatcher(intents, 0.5)
+
+    async def body():
+        backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+        session = LiveSession(compile_data(quick_flow_data()), backend)
+        records = []
+        session.listeners.append(lambda now, kind, r: records.append(r))
+        await session.start()
+        backend.say("hold on")
+        await asyncio.sleep(0.2)  # the loop runs on: timers fire, nothing is interpreted yet
+        kinds = [r.get("kind") for r in records]
+        assert "turn_started" in kinds and "caller_utterance" not in kinds
+        release.set()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if any(r.get("kind") == "caller_utterance" for r in records):
+                break
+        utterance = next(r for r in records if r.get("kind") == "caller_utterance")
+        assert utterance["event"]["intent"] == "wait_request"
+        await session.stop()
+
+    asyncio.run(body())

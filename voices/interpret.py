@@ -326,9 +326,10 @@ class BackgroundMatcher:
     """A matcher built in a thread, for a call that is starting: building one embeds every
     example (and the classifier trains), about 2 s for the shipped flow on a quiet 2-core
     machine and up to 7 s under load, while the first caller turn comes after the
-    greeting, the disclosure and the question. `match` and `scores` wait for the build
-    (only a caller who speaks within those seconds waits at all); an error in the build
-    is raised there."""
+    greeting, the disclosure and the question. `match` and `scores` wait for the build,
+    so an event loop asks `ready` first and, if not, has its turn interpreted
+    `when_ready` (as a slow recogniser would have it); an error in the build is raised
+    by `match`."""
 
     def __init__(self, build: Callable[[], Matcher]) -> None:
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-matcher")
@@ -341,6 +342,10 @@ class BackgroundMatcher:
 
     def get(self) -> Matcher:
         return self._future.result()
+
+    def when_ready(self, loop, callback: Callable[[], None]) -> None:
+        """`callback` on `loop` once the build has ended (at once if it has)."""
+        self._future.add_done_callback(lambda _done: loop.call_soon_threadsafe(callback))
 
     @property
     def threshold(self) -> float:
