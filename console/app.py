@@ -267,7 +267,11 @@ class LullApp(App):
 
     def media_line(self) -> str:
         describe = getattr(self.backend, "media_line", None)
-        return describe() if describe else "text backend: no microphone or speaker (type the caller's turns)"
+        line = describe() if describe else "text backend: no microphone or speaker (type the caller's turns)"
+        fallback = getattr(self.backend, "matcher_fallback", None)
+        if fallback:  # understood less well than the designer expects: say so where they look
+            line += f" · intents by {fallback['using']} ({fallback['asked']} could not load)"
+        return line
 
 
 def console_notice(notice: str) -> str:

@@ -45,7 +45,7 @@ class TextBackend:
         self.start_delay_ms = start_delay_ms
         self.matcher = matcher
         self.matcher_kind = matcher_kind
-        self._matcher_fallback: dict | None = None
+        self.matcher_fallback: dict | None = None
         self.on_line = on_line or (lambda who, text: None)
         self.session: LiveSession | None = None
         self._handles: dict[int, list[asyncio.TimerHandle]] = {}
@@ -66,14 +66,14 @@ class TextBackend:
                 try:
                     self.matcher = make_matcher_soon(dict(spec.intents), None, self.matcher_kind)  # type: ignore[arg-type]
                 except InterpreterError as exc:
-                    self._matcher_fallback = {"asked": self.matcher_kind, "using": "lexical", "why": str(exc)[:200]}
+                    self.matcher_fallback = {"asked": self.matcher_kind, "using": "lexical", "why": str(exc)[:200]}
             if self.matcher is None:
                 self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        if self._matcher_fallback and self.session is not None:
-            self.session.note("intent_matcher", self._matcher_fallback)
+        if self.matcher_fallback and self.session is not None:
+            self.session.note("intent_matcher", self.matcher_fallback)
 
     # -- the agent's side --------------------------------------------------------------
 

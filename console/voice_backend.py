@@ -187,6 +187,7 @@ class VoiceBackend:
         self._input_failed = False
         self._previews = 0
         self.matcher = None
+        self.matcher_fallback: dict | None = None  # the kind asked for could not load (journaled, shown)
         self.segmenter = None
         self._stage_hold = end_of_speech_ms  # the merged end-of-speech hold of the active stages
         self._hold_extended = False  # this turn's pause holds a partial value
@@ -218,7 +219,7 @@ class VoiceBackend:
                 # MiniLM's wheel is installed apart from the project (.ci/setup): without
                 # it, wordllama alone, and the journal says so
                 self.matcher = make_matcher(dict(spec.intents), None, "embedding")
-                self._matcher_fallback = {"asked": kind, "using": "embedding", "why": str(exc)[:200]}
+                self.matcher_fallback = {"asked": kind, "using": "embedding", "why": str(exc)[:200]}
         else:
             from ladder.flow.text import LexicalMatcher
 
@@ -231,8 +232,8 @@ class VoiceBackend:
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
-        if getattr(self, "_matcher_fallback", None) and self.session is not None:
-            self.session.note("intent_matcher", self._matcher_fallback)
+        if self.matcher_fallback and self.session is not None:
+            self.session.note("intent_matcher", self.matcher_fallback)
 
     # -- recording (S1, S6) ---------------------------------------------------------------
 

@@ -254,3 +254,20 @@ async def test_the_sessions_screen_steps_through_a_recording_and_replays_it(tmp_
         assert "not caller behaviour" in log
         # this console's flow has a quicker ladder than the recording's: episode 1 differs
         assert "episode 1: CHANGED" in log
+
+
+@run_async
+async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(monkeypatch):
+    import voices.interpret as interpret
+    from console.text_backend import TextBackend
+
+    def missing():
+        raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")
+
+    monkeypatch.setattr(interpret, "load_minilm", missing)
+    data = quick_flow_data()
+    app = LullApp(compile_data(data), flow_document=data, backend=TextBackend(matcher_kind="classifier"), clock=Clock())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        media = str(app.screen.query_one("#media").render())
+        assert "intents by lexical (classifier could not load)" in media, media
