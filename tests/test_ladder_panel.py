@@ -28,3 +28,23 @@ def test_routes_are_shown_composed_and_follow_a_switched_off_route():
     off = ladder_text(snapshot, policy(repeat_available=False), 0.0).plain
     assert "repeat the question" not in off and "we can carry on" in off.lower()
     assert "3. only_repeat (0.1s) (says nothing now)" in off
+
+
+def test_stage_words_use_the_width_and_never_wrap():
+    from rich.cells import cell_len
+
+    from console.widgets.ladder_panel import QUOTE_INDENT, stage_lines
+
+    words = "Take your time. Would you like more time, or shall I repeat the question?"
+    head = "  2. gentle_check (10s)"
+    assert stage_lines(head, words, 120) == [f"{head} “{words}”"]  # both fit: one line
+    for width in (30, 37, 47, 84):
+        lines = stage_lines(head, words, width)
+        assert lines[0] == head and len(lines) == 2
+        assert lines[1].startswith(" " * QUOTE_INDENT + "“") and lines[1].endswith("”")
+        assert cell_len(lines[1]) <= width, (width, lines[1])
+        said = lines[1].strip()[1:-1].rstrip("…")
+        assert words.startswith(said) and (said == words or words[len(said)] in " ,.?")  # cut at a word
+    assert stage_lines(head, words, 84)[1].strip() == f"“{words}”"  # room for all of it
+    assert stage_lines(head, "", 40) == [head]
+    assert stage_lines(head, words, 0) == [f"{head} “Take your time. Would you like…”"]  # no width yet

@@ -308,3 +308,19 @@ def test_background_matcher_waits_for_its_build_and_raises_its_error():
         make_matcher_soon({"ready": ("I have it",)}, None, "nonsense")  # type: ignore[arg-type]
     soon = make_matcher_soon(INTENTS, None, "classifier")
     assert soon.match("can I speak to a real person")[0] == "route:transfer"
+
+
+def test_lexical_match_is_the_best_of_its_scores_first_on_a_tie():
+    # match() skips examples on upper bounds and tries the closest lengths first; it must
+    # still be what the highest of scores() says (the first intent on a tie)
+    lexical = LexicalMatcher(INTENTS, LEXICAL_THRESHOLD)
+    texts = [p for held in HELD_OUT_SETS.values() for phrases in held.values() for p in phrases]
+    texts += list(CALL_LIKE_OFF_TOPIC) + list(UNRELATED) + [p for phrases in INTENTS.values() for p in phrases]
+    texts += ["", "[/]", "4 8 2 1", "x", "ok"]
+    for text in texts:
+        scores = lexical.scores(text)
+        name, score = max(scores.items(), key=lambda kv: kv[1])
+        assert lexical.match(text) == ((name if score >= LEXICAL_THRESHOLD else None), round(score, 3)), text
+    tie = LexicalMatcher({"first": ("hold on",), "second": ("hold on",)}, 0.5)
+    assert tie.match("hold on") == ("first", 1.0) and tie.match("hold on now")[0] == "first"
+    assert LexicalMatcher({}, 0.5).match("anything") == (None, 0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from ladder.policy import LadderPolicy
@@ -55,11 +56,37 @@ def amount(used_ms: float, total_ms: float) -> str:
 class LadderPanel(Panel):
     """Rendered from a controller snapshot; knows nothing of where it came from."""
 
+    _last: tuple | None = None
+
     def show(self, snapshot: dict, policy: LadderPolicy, now: float) -> None:
-        self.set_content(ladder_text(snapshot, policy, now))
+        self._last = (snapshot, policy, now)
+        self.set_content(ladder_text(snapshot, policy, now, width=self.content_region.width))
+
+    def on_resize(self) -> None:
+        if self._last is not None:  # the words are laid out for the width: lay them out again
+            self.show(*self._last)
 
 
-def ladder_text(snapshot: dict, policy: LadderPolicy, now: float) -> Text:
+QUOTE_INDENT = 5  # under the stage's name: "▶ 1. " is five cells
+UNSIZED_QUOTE = 34  # characters of a stage's words before the panel has a width
+
+
+def stage_lines(head: str, spoken: str, width: int) -> list[str]:
+    """A stage's line, and its words in quotes: beside it when both fit the width,
+    else on one line of their own under the stage's name, shortened at a word to fit
+    (so the panel never wraps a line, and a long prompt takes two lines, not three)."""
+    if not spoken:
+        return [head]
+    if width <= 0:
+        return [f"{head} “{shorten(spoken, UNSIZED_QUOTE)}”"]
+    beside = f"{head} “{spoken}”"
+    if cell_len(beside) <= width:
+        return [beside]
+    room = max(8, width - QUOTE_INDENT - 2)
+    return [head, " " * QUOTE_INDENT + f"“{shorten(spoken, room - 1 if len(spoken) > room else room)}”"]
+
+
+def ladder_text(snapshot: dict, policy: LadderPolicy, now: float, width: int = 0) -> Text:
     text = Text()
     state = snapshot["state"]
     text.append("state ", style="dim")
@@ -77,14 +104,17 @@ def ladder_text(snapshot: dict, policy: LadderPolicy, now: float) -> Text:
         # the words as the agent would say them now: {routes} composed from the routes
         # available, a sentence naming a switched-off route left out
         spoken = policy.compose(stage)[0] if stage.prompt else ""
-        prompt = f" “{shorten(spoken, 34)}”" if spoken else " (says nothing now)" if stage.prompt else ""
         if here and holding:
             marker, style = "⏸ ", "bold"  # the ladder waits on the hold: no stage is running
         elif here:
             marker, style = "▶ ", "bold reverse"
         else:
             marker, style = "  ", "dim" if current is not None and i < current else ""
-        text.append(f"{marker}{i + 1}. {stage.name} ({stage.wait_ms / 1000:g}s){prompt}\n", style=style)
+        head = f"{marker}{i + 1}. {stage.name} ({stage.wait_ms / 1000:g}s)"
+        if stage.prompt and not spoken:
+            head += " (says nothing now)"
+        for line in stage_lines(head, spoken, width):
+            text.append(f"{line}\n", style=style)
     if holding and current is not None:
         text.append("⏸ on hold: the ladder resumes here when the hold ends\n", style="black on yellow")
     if episode is not None:

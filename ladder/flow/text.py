@@ -285,21 +285,53 @@ class LexicalMatcher:
     def __init__(self, intents: dict[str, tuple[str, ...]], threshold: float) -> None:
         self.threshold = threshold
         self._examples = [(name, " ".join(words(p))) for name, phrases in intents.items() for p in phrases]
+        # One matcher per example with the example as its second sequence, whose index
+        # SequenceMatcher builds once: only the turn changes from call to call (the same
+        # ratios as a fresh SequenceMatcher(None, said, example), a fraction of the work)
+        self._matchers = [(name, SequenceMatcher(None, "", example)) for name, example in self._examples]
+        self._exact: dict[str, int] = {}  # an example's words -> its first index: ratio 1.0, nothing beats it
+        for i, (_, example) in enumerate(self._examples):
+            self._exact.setdefault(example, i)
 
     def scores(self, text: str) -> dict[str, float]:
         said = " ".join(words(text))
         best: dict[str, float] = {}
-        for name, example in self._examples:
-            score = SequenceMatcher(None, said, example).ratio()
-            best[name] = max(best.get(name, 0.0), score)
+        for name, matcher in self._matchers:
+            matcher.set_seq1(said)
+            so_far = best.get(name, -1.0)
+            # upper bounds first: an example that cannot beat the intent's best is skipped
+            if matcher.real_quick_ratio() > so_far and matcher.quick_ratio() > so_far:
+                best[name] = max(so_far, matcher.ratio())
+            else:
+                best.setdefault(name, so_far if so_far >= 0 else matcher.ratio())
         return best
 
     def match(self, text: str) -> tuple[str | None, float]:
-        """The best intent and its score, or (None, score) below the threshold: unclear."""
-        scores = self.scores(text)
-        if not scores:
+        """The best intent and its score, or (None, score) below the threshold: unclear.
+
+        The best over all examples, the first in the flow's order on a tie (as max over
+        `scores` has it). Examples closest in length are tried first, so the best is
+        found early and most others are skipped on their upper bounds."""
+        said = " ".join(words(text))
+        if said in self._exact:
+            return self._matchers[self._exact[said]][0], 1.0
+        order = sorted(range(len(self._matchers)), key=lambda i: abs(len(self._examples[i][1]) - len(said)))
+        best, score = -1, -1.0
+        for i in order:
+            matcher = self._matchers[i][1]
+            matcher.set_seq1(said)
+            # an example wins only with a higher ratio, or an equal one earlier in the flow
+            if not (matcher.real_quick_ratio() > score or (i < best and matcher.real_quick_ratio() == score)):
+                continue
+            bound = matcher.quick_ratio()
+            if not (bound > score or (i < best and bound == score)):
+                continue
+            ratio = matcher.ratio()
+            if ratio > score or (ratio == score and i < best):
+                best, score = i, ratio
+        if best < 0:
             return None, 0.0
-        name, score = max(scores.items(), key=lambda kv: kv[1])
+        name = self._matchers[best][0]
         return (name if score >= self.threshold else None), round(score, 3)
 
 
