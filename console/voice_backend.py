@@ -212,7 +212,9 @@ class VoiceBackend:
 
             kind = self.models.matcher_kind
             try:
-                self.matcher = make_matcher_soon(dict(spec.intents), None, kind)
+                # built before the call starts (`lull rehearse` begins it while the models
+                # load): a build during the greeting competes with the audio for the CPU
+                self.matcher = make_matcher_soon(dict(spec.intents), None, kind).get()
             except InterpreterError as exc:
                 if kind == "embedding":
                     raise
@@ -587,11 +589,6 @@ class VoiceBackend:
 
     def _heard(self, turn: str, seq: int, recognition, latency: TurnLatency) -> None:
         assert self.session is not None
-        if self.session.closed.is_set():
-            return  # interpreted after the call ended (its matcher was still building)
-        if not getattr(self.matcher, "ready", True):  # still building: interpreted once it is, loop free
-            self.matcher.when_ready(self.loop, lambda: self._heard(turn, seq, recognition, latency))
-            return
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text

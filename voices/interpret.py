@@ -323,10 +323,11 @@ def make_matcher(
 
 
 class BackgroundMatcher:
-    """A matcher built in a thread, for a call that is starting: building one embeds every
-    example (and the classifier trains), about 2 s for the shipped flow on a quiet 2-core
-    machine and up to 7 s under load, while the first caller turn comes after the
-    greeting, the disclosure and the question. `match` and `scores` wait for the build,
+    """A matcher built in a thread: building one embeds every example (and the classifier
+    trains), about 2 s for the shipped flow on a quiet 2-core machine and up to 7 s under
+    load. The text backend lets it build during the greeting (the first caller turn comes
+    after the greeting, the disclosure and the question); the voice backends `get()` it
+    before the call, having started it while their models loaded. `match` and `scores` wait for the build,
     so an event loop asks `ready` first and, if not, has its turn interpreted
     `when_ready` (as a slow recogniser would have it); an error in the build is raised
     by `match`."""
@@ -358,6 +359,11 @@ class BackgroundMatcher:
         return self.get().match(text)
 
 
+_builds_lock = threading.Lock()
+_builds: dict[tuple, BackgroundMatcher] = {}  # the latest few, so a second ask shares the first build
+_BUILDS_KEPT = 4
+
+
 def make_matcher_soon(
     intents: dict[str, tuple[str, ...]],
     threshold: float | None,
@@ -365,13 +371,23 @@ def make_matcher_soon(
 ) -> Matcher | BackgroundMatcher:
     """`make_matcher` for a call that is starting: the models load now (a missing one
     raises InterpreterError here, so the caller can fall back at once), the examples
-    are embedded and the classifier trained in a thread (BackgroundMatcher)."""
+    are embedded and the classifier trained in a thread (BackgroundMatcher). The same
+    intents, threshold and kind asked again share that build: `lull rehearse` starts it
+    while whisper and piper load, and the backend's `get()` then waits for what is left."""
     if kind == "lexical":
         return make_matcher(intents, threshold, kind)
+    if kind not in MATCHER_KINDS:
+        raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")
     if kind in ("minilm", "blend", "classifier"):
         load_minilm()
     if kind in ("embedding", "blend"):
         load_model()
-    if kind not in MATCHER_KINDS:
-        raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")
-    return BackgroundMatcher(lambda: make_matcher(intents, threshold, kind))
+    key = (kind, threshold, tuple((name, tuple(phrases)) for name, phrases in intents.items()))
+    with _builds_lock:
+        build = _builds.get(key)
+        if build is None:
+            build = BackgroundMatcher(lambda: make_matcher(intents, threshold, kind))
+            _builds[key] = build
+            while len(_builds) > _BUILDS_KEPT:
+                _builds.pop(next(iter(_builds)))
+        return build

@@ -103,6 +103,8 @@ def rehearse(
     except FlowFileError as exc:
         fail(str(exc))
     chosen, notice = _choose_backend(backend, input_device, output_device)
+    if chosen != "text":
+        _start_matcher_build(compiled)  # in a thread, while whisper and piper load
     the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec, keep_secret_audio=keep_secret_audio)
     if keep_secret_audio and journal is not None and chosen != "text":
         print_text("warning: --keep-secret-audio: mic.wav and out.wav will hold redacted values (the journal does not)", console=err)
@@ -179,6 +181,20 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
         reason = str(exc).replace(f"; {TEXT_BACKEND_HINT}", "")
         return "text", f"Text backend (no audio here): {reason}"
     return "audio", ""
+
+
+def _start_matcher_build(compiled) -> None:
+    """Begin the voice backends' intent matcher for this flow; the backend's attach
+    takes it over (voices.interpret.make_matcher_soon). A missing model is left for the
+    backend to report."""
+    from voices.interpret import InterpreterError, make_matcher_soon
+
+    from ..voice_backend import VoiceModels
+
+    try:
+        make_matcher_soon(dict(compiled.spec.intents), None, VoiceModels.matcher_kind)  # type: ignore[arg-type]
+    except InterpreterError:
+        pass
 
 
 def _make_backend(
