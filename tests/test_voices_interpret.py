@@ -308,6 +308,8 @@ def test_background_matcher_waits_for_its_build_and_raises_its_error():
         make_matcher_soon({"ready": ("I have it",)}, None, "nonsense")  # type: ignore[arg-type]
     soon = make_matcher_soon(INTENTS, None, "classifier")
     assert soon.match("can I speak to a real person")[0] == "route:transfer"
+    assert make_matcher_soon(INTENTS, None, "classifier") is soon  # one build per flow, shared
+    assert failing.failed and not soon.failed
 
 
 def test_lexical_match_is_the_best_of_its_scores_first_on_a_tie():

@@ -324,13 +324,14 @@ def make_matcher(
 
 class BackgroundMatcher:
     """A matcher built in a thread: building one embeds every example (and the classifier
-    trains), about 2 s for the shipped flow on a quiet 2-core machine and up to 7 s under
-    load. The text backend lets it build during the greeting (the first caller turn comes
-    after the greeting, the disclosure and the question); the voice backends `get()` it
-    before the call, having started it while their models loaded. `match` and `scores` wait for the build,
-    so an event loop asks `ready` first and, if not, has its turn interpreted
-    `when_ready` (as a slow recogniser would have it); an error in the build is raised
-    by `match`."""
+    trains), 2-3 s for the shipped flow on a quiet 2-core machine, up to 7 s under load.
+
+    The text backend lets it build during the greeting (the first caller turn comes after
+    the greeting, the disclosure and the question); the voice backends `get()` it before
+    the call, having started it while their models loaded. `match` and `scores` wait for
+    the build, so an event loop asks `ready` first and, if not, has its turn interpreted
+    `when_ready` (as a slow recogniser would have it); an error in the build is raised by
+    `match`."""
 
     def __init__(self, build: Callable[[], Matcher]) -> None:
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-matcher")
@@ -343,6 +344,10 @@ class BackgroundMatcher:
 
     def get(self) -> Matcher:
         return self._future.result()
+
+    @property
+    def failed(self) -> bool:
+        return self._future.done() and self._future.exception() is not None
 
     def when_ready(self, loop, callback: Callable[[], None]) -> None:
         """`callback` on `loop` once the build has ended (at once if it has)."""
@@ -385,7 +390,7 @@ def make_matcher_soon(
     key = (kind, threshold, tuple((name, tuple(phrases)) for name, phrases in intents.items()))
     with _builds_lock:
         build = _builds.get(key)
-        if build is None:
+        if build is None or build.failed:  # a failed build is not shared: the next call tries again
             build = BackgroundMatcher(lambda: make_matcher(intents, threshold, kind))
             _builds[key] = build
             while len(_builds) > _BUILDS_KEPT:
