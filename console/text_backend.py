@@ -143,19 +143,18 @@ class TextBackend:
 
 def typed_turn(feed, matcher, text: str, seq: int, prefix: str = "typed", heard: Callable[[], None] | None = None) -> None:
     """A whole caller turn from typed words (every backend accepts typed turns). `heard`
-    is called as the words are interpreted, just before they are fed (the transcript's
-    caller line, so that how it was read follows it even when interpreting waited)."""
+    is called as the turn is fed (the transcript's caller line, so that a turn that
+    waited for its matcher shows where it entered the call)."""
+    if not getattr(matcher, "ready", True):
+        # a matcher still building (voices.interpret.BackgroundMatcher): the whole turn
+        # waits for it, off the loop. Fed now, its words would wait past the recogniser
+        # watchdog on a busy machine, and the agent would say it missed them.
+        matcher.when_ready(asyncio.get_running_loop(), lambda: typed_turn(feed, matcher, text, seq, prefix, heard))
+        return
     turn = f"{prefix}-{seq}"
+    intent, score = matcher.match(text) if text.strip() else (None, 0.0)
+    if heard is not None:
+        heard()
     feed(TurnStarted(turn, seq))
     feed(TurnEnded(turn, seq))
-
-    def interpreted() -> None:
-        intent, score = matcher.match(text) if text.strip() else (None, 0.0)
-        if heard is not None:
-            heard()
-        feed(CallerUtterance(turn, seq, text, intent, score))
-
-    if getattr(matcher, "ready", True):
-        interpreted()
-    else:  # a matcher still building (voices.interpret.BackgroundMatcher): never block the loop on it
-        matcher.when_ready(asyncio.get_running_loop(), interpreted)
+    feed(CallerUtterance(turn, seq, text, intent, score))
