@@ -142,6 +142,11 @@ def rehearse(
 
     the_backend.on_line = line
     session = LiveSession(compiled, the_backend, journal_dir=journal)
+    built = getattr(the_backend.matcher, "get", None)  # a matcher still building (text backend)
+    if built is not None:
+        # headless input is a script: a turn that waited for its matcher would fall
+        # behind the commands written after it (`hold on` then `/fail input`)
+        built()
     try:
         outcome = asyncio.run(
             rehearse_headless(
