@@ -204,7 +204,9 @@ class FileBackend(VoiceBackend):
             on_played=self._played,
         )
         self._start_recording()
-        self._feeder = asyncio.ensure_future(self._feed_caller())
+        # the caller's file plays from the call's start (the session feeds StartCall as
+        # this returns), not from whenever a loaded loop first runs the feeder
+        self._feeder = asyncio.ensure_future(self._feed_caller(self.session.now_ms()))
 
     def _played(self, t_ms: float, block: np.ndarray) -> None:
         if self.recorder is not None:
@@ -213,14 +215,15 @@ class FileBackend(VoiceBackend):
             self.echo_path.played(block, self.output.samplerate, t_ms)
         self.played(block, self.output.samplerate)
 
-    async def _feed_caller(self) -> None:
-        """512-sample frames at real-time pace, each handed over when its last sample has
-        been "heard" (as a device's callback does); a faint noise floor after the file."""
+    async def _feed_caller(self, t0: float) -> None:
+        """512-sample frames at real-time pace from session time `t0`, each handed over
+        when its last sample has been "heard" (as a device's callback does; a late loop
+        hands over the frames it owes at once, as a device's buffer would); a faint noise
+        floor after the file."""
         frame = 512
         rng = np.random.default_rng(7)
         i = 0
         assert self.session is not None
-        t0 = self.session.now_ms()
         while not self.session.closed.is_set():
             start = t0 + i / VAD_RATE * 1000.0
             delay = (start + frame / VAD_RATE * 1000.0 - self.session.now_ms()) / 1000.0
