@@ -213,6 +213,24 @@ class LullApp(App):
         if command == "dup" and self.incidents.last_fired is None:
             self.notify("no timer has fired yet: F6 delivers the last fired timer again", severity="warning")
             return
+        self.in_order(command, lambda: self._run_incident(command))
+
+    def in_order(self, what: str, action: Callable[[], None]) -> None:
+        """Run what the designer did after the caller turns typed before it: a turn that
+        waits for a matcher still building is fed first (TypedTurns.after)."""
+        session = self.session
+
+        def run() -> None:
+            if session is self.session and not session.closed.is_set():
+                action()  # else the call ended (or restarted) while it waited
+
+        after = getattr(self.backend, "after_typed_turns", None)
+        if after is None:
+            run()
+        elif after(run):
+            self.notify(f"{what}: runs after the turn you typed, which waits for the intent matcher")
+
+    def _run_incident(self, command: str) -> None:
         error = self.incidents.run(command)
         if error:
             self.notify(error.lstrip("/"), severity="warning")
@@ -222,7 +240,7 @@ class LullApp(App):
         if not tools:
             self.notify("this flow declares no tools", severity="warning")
             return None
-        self.incidents.run(f"tool {tools[0]} {mode}")
+        self.in_order(f"tool {mode}", lambda: self.incidents.run(f"tool {tools[0]} {mode}"))
         return tools[0]
 
     def preview_prompt(self, text: str) -> tuple[float, str]:

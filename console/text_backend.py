@@ -51,7 +51,7 @@ class TextBackend:
         self._handles: dict[int, list[asyncio.TimerHandle]] = {}
         self._started: set[int] = set()
         self._busy_until = 0.0  # loop time when the queued audio ends
-        self._turns = 0
+        self.typed = TypedTurns(self._feed)
         # incidents the designer injects at the endpoint (console keys l and y)
         self.lose_next_completion = False
         self.delay_next_completion_ms = 0.0
@@ -125,8 +125,11 @@ class TextBackend:
 
     def say(self, text: str) -> None:
         """One typed caller turn: speech starts, ends, and is interpreted."""
-        self._turns += 1
-        typed_turn(self._feed, self.matcher, text, self._turns, heard=lambda: self.on_line("caller", text))
+        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
+
+    def after_typed_turns(self, callback: Callable[[], None]) -> bool:
+        """`callback` after the turns typed so far (see TypedTurns.after)."""
+        return self.typed.after(self.matcher, callback)
 
     def _feed(self, event) -> None:
         assert self.session is not None
@@ -141,20 +144,50 @@ class TextBackend:
         self._handles.clear()
 
 
-def typed_turn(feed, matcher, text: str, seq: int, prefix: str = "typed", heard: Callable[[], None] | None = None) -> None:
-    """A whole caller turn from typed words (every backend accepts typed turns). `heard`
-    is called as the turn is fed (the transcript's caller line, so that a turn that
-    waited for its matcher shows where it entered the call)."""
-    if not getattr(matcher, "ready", True):
-        # a matcher still building (voices.interpret.BackgroundMatcher): the whole turn
-        # waits for it, off the loop. Fed now, its words would wait past the recogniser
-        # watchdog on a busy machine, and the agent would say it missed them.
-        matcher.when_ready(asyncio.get_running_loop(), lambda: typed_turn(feed, matcher, text, seq, prefix, heard))
-        return
-    turn = f"{prefix}-{seq}"
-    intent, score = matcher.match(text) if text.strip() else (None, 0.0)
-    if heard is not None:
-        heard()
-    feed(TurnStarted(turn, seq))
-    feed(TurnEnded(turn, seq))
-    feed(CallerUtterance(turn, seq, text, intent, score))
+class TypedTurns:
+    """Typed caller turns (every backend accepts them), in order with what the designer
+    does after them. A turn typed while the matcher still builds
+    (voices.interpret.BackgroundMatcher) waits whole for it, off the loop: fed at once,
+    its words would wait past the recogniser watchdog on a busy machine, and the agent
+    would say it missed them. An incident injected after such a turn waits behind it
+    (`after`), so the call hears them in the order they were typed."""
+
+    def __init__(self, feed: Callable[[object], None], prefix: str = "typed", first_seq: int = 0) -> None:
+        self._feed = feed
+        self._prefix = prefix
+        self._seq = first_seq
+        self.waiting = 0  # typed turns waiting for the matcher
+
+    def say(self, matcher, text: str, heard: Callable[[], None] | None = None) -> None:
+        """One turn: speech starts, ends and is interpreted. `heard` is called as it is
+        fed (the transcript's caller line, so a turn that waited shows where it entered)."""
+        self._seq += 1
+        seq = self._seq
+        if getattr(matcher, "ready", True):
+            self._turn(matcher, text, seq, heard)
+            return
+        self.waiting += 1
+
+        def now_ready() -> None:
+            self.waiting -= 1
+            self._turn(matcher, text, seq, heard)
+
+        matcher.when_ready(asyncio.get_running_loop(), now_ready)
+
+    def after(self, matcher, callback: Callable[[], None]) -> bool:
+        """`callback` once every turn typed so far has been fed: at once if none waits
+        (False), else queued behind them (True)."""
+        if not self.waiting:
+            callback()
+            return False
+        matcher.when_ready(asyncio.get_running_loop(), callback)  # done callbacks run in order
+        return True
+
+    def _turn(self, matcher, text: str, seq: int, heard: Callable[[], None] | None) -> None:
+        turn = f"{self._prefix}-{seq}"
+        intent, score = matcher.match(text) if text.strip() else (None, 0.0)
+        if heard is not None:
+            heard()
+        self._feed(TurnStarted(turn, seq))
+        self._feed(TurnEnded(turn, seq))
+        self._feed(CallerUtterance(turn, seq, text, intent, score))

@@ -69,6 +69,7 @@ from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 
 from .secret_audio import SecretAudio
+from .text_backend import TypedTurns
 from .turn_latency import TurnLatency
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ class VoiceBackend:
         self._stt = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-stt")
         self._cancelled: set[int] = set()
         self._texts: dict[int, str] = {}
-        self._turns = 0
+        self._turns = 0  # spoken turns
+        self.typed = TypedTurns(self._feed, first_seq=10_000)
         self._segment: _Segment | None = None
         self._evidence: deque[tuple[float, bool | None]] = deque(maxlen=EVIDENCE_WINDOW)
         self._answering: TurnLatency | None = None  # the turn being fed to the core
@@ -611,10 +613,11 @@ class VoiceBackend:
 
     def say(self, text: str) -> None:
         """A typed caller turn, beside the spoken ones (useful to steer a rehearsal)."""
-        from .text_backend import typed_turn
+        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
 
-        self._turns += 1
-        typed_turn(self._feed, self.matcher, text, 10_000 + self._turns, heard=lambda: self.on_line("caller", text))
+    def after_typed_turns(self, callback: Callable[[], None]) -> bool:
+        """`callback` after the turns typed so far (see TypedTurns.after)."""
+        return self.typed.after(self.matcher, callback)
 
     @property
     def speaking(self) -> bool:

@@ -271,3 +271,37 @@ async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(mo
         await pilot.pause()
         media = str(app.screen.query_one("#media").render())
         assert "intents by lexical (classifier could not load)" in media, media
+
+
+@run_async
+async def test_an_incident_pressed_after_a_turn_waiting_for_the_matcher_comes_after_it():
+    import threading
+
+    from console.text_backend import TextBackend
+    from ladder.flow.text import LexicalMatcher
+    from voices.interpret import BackgroundMatcher
+
+    data = quick_flow_data()
+    release = threading.Event()
+
+    def build():
+        release.wait(10)
+        return LexicalMatcher(dict(compile_data(data).spec.intents), 0.5)
+
+    backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+    app = LullApp(compile_data(data), flow_document=data, backend=backend)
+    inputs = []
+    app.session.listeners.append(lambda now, kind, r: inputs.append(r["kind"]) if kind == "input" else None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.click("#caller")
+        await pilot.press(*"hold on", "enter", "f4")  # typed, then the input fails
+        await pilot.pause(0.2)
+        assert "caller_utterance" not in inputs and "transport_failed" not in inputs
+        release.set()
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if "transport_failed" in inputs:
+                break
+    assert "caller_utterance" in inputs and "transport_failed" in inputs, inputs
+    assert inputs.index("caller_utterance") < inputs.index("transport_failed"), inputs

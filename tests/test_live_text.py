@@ -220,3 +220,41 @@ def test_a_turn_typed_while_the_matcher_builds_waits_for_it_without_blocking_the
         await session.stop()
 
     asyncio.run(body())
+
+
+def test_what_is_done_after_a_waiting_typed_turn_waits_behind_it():
+    import threading
+
+    from ladder.flow.text import LexicalMatcher
+    from voices.interpret import BackgroundMatcher
+
+    intents = dict(compile_data(quick_flow_data()).spec.intents)
+    release = threading.Event()
+
+    def build():
+        release.wait(10)
+        return LexicalMatcher(intents, 0.5)
+
+    async def body():
+        backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+        session = LiveSession(compile_data(quick_flow_data()), backend)
+        order = []
+        session.listeners.append(lambda now, kind, r: order.append(r.get("kind")) if r.get("kind") == "caller_utterance" else None)
+        await session.start()
+        assert backend.after_typed_turns(lambda: order.append("first")) is False  # nothing waits: at once
+        backend.say("hold on")
+        assert backend.after_typed_turns(lambda: order.append("incident")) is True
+        backend.say("okay I have it")
+        await asyncio.sleep(0.1)
+        assert order == ["first"]  # the turns and what came after them wait for the build
+        release.set()
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if order.count("caller_utterance") == 2:
+                break
+        assert order == ["first", "caller_utterance", "incident", "caller_utterance"]
+        assert backend.typed.waiting == 0
+        assert backend.after_typed_turns(lambda: order.append("last")) is False and order[-1] == "last"
+        await session.stop()
+
+    asyncio.run(body())

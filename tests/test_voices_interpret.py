@@ -312,6 +312,29 @@ def test_background_matcher_waits_for_its_build_and_raises_its_error():
     assert failing.failed and not soon.failed
 
 
+def test_a_build_that_ends_after_its_loop_closed_hands_nothing_over(caplog):
+    # the console quit while a typed turn waited for the build: no error when it ends
+    import asyncio
+    import logging
+    import threading
+
+    from voices.interpret import BackgroundMatcher
+
+    release = threading.Event()
+    matcher = BackgroundMatcher(lambda: release.wait(5) and LexicalMatcher({"ready": ("I have it",)}, 0.5))
+    loop = asyncio.new_event_loop()
+    called = []
+    matcher.when_ready(loop, lambda: called.append(True))
+    loop.close()
+    with caplog.at_level(logging.ERROR):
+        release.set()
+        matcher.get()
+        for thread in threading.enumerate():
+            if thread.name.startswith("lull-matcher"):
+                thread.join(5)  # its done callbacks run after get() returns
+    assert called == [] and not [r for r in caplog.records if "callback" in r.getMessage()]
+
+
 def test_lexical_match_is_the_best_of_its_scores_first_on_a_tie():
     # match() skips examples on upper bounds and tries the closest lengths first; it must
     # still be what the highest of scores() says (the first intent on a tie)

@@ -350,8 +350,16 @@ class BackgroundMatcher:
         return self._future.done() and self._future.exception() is not None
 
     def when_ready(self, loop, callback: Callable[[], None]) -> None:
-        """`callback` on `loop` once the build has ended (at once if it has)."""
-        self._future.add_done_callback(lambda _done: loop.call_soon_threadsafe(callback))
+        """`callback` on `loop` once the build has ended (at once if it has); nothing if
+        the loop has closed by then (the console quit while the build ran)."""
+
+        def hand_over(_done) -> None:
+            try:
+                loop.call_soon_threadsafe(callback)
+            except RuntimeError:
+                pass  # the loop is closed: no call is left to feed
+
+        self._future.add_done_callback(hand_over)
 
     @property
     def threshold(self) -> float:

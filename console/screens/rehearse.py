@@ -231,11 +231,11 @@ class RehearseScreen(Screen):
             self.notify(f"next {tool} calls: {mode}")
 
     def action_lose_completion(self) -> None:
-        self.app.backend.lose_next_completion = True
+        self.app.in_order("lose done", lambda: setattr(self.app.backend, "lose_next_completion", True))
         self.notify("the next prompt's playback completion will be lost")
 
     def action_delay_completion(self) -> None:
-        self.app.backend.delay_next_completion_ms = 3000
+        self.app.in_order("delay done", lambda: setattr(self.app.backend, "delay_next_completion_ms", 3000))
         self.notify("the next prompt's playback completion will arrive 3 s late")
 
 
