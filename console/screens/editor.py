@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, ListItem, ListView, Static, TextArea
+from textual.widgets import Header, Label, ListItem, ListView, Static, TextArea
 
 from ..prompts import (
     PromptItem,
@@ -31,6 +31,7 @@ from ..prompts import (
     prompt_items,
     save_flow_file,
 )
+from ..widgets.footer import FittingFooter
 
 
 class WordingArea(TextArea):
@@ -76,7 +77,7 @@ class EditorScreen(Screen):
                 yield Static(id="prompt-lint", markup=False)
                 yield Static(id="prompt-origin", markup=False)
                 yield Static(id="prompt-status", markup=False)
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one("#prompt-list").border_title = "prompts and timings"

@@ -7,7 +7,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
+
+from ..widgets.footer import FittingFooter
 
 WORDS = [
     ("Generation", "Every armed timer (listening window, hold, recovery, watchdog, deadline) carries a "
@@ -52,7 +54,7 @@ class HelpScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Static(self._text(), id="help-text", markup=False)
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one("#help-body").border_title = "help (escape closes)"

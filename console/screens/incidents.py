@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, ListItem, ListView, Static
+from textual.widgets import Header, Label, ListItem, ListView, Static
 
 from sessions.incidents import (
     Incident,
@@ -22,6 +22,7 @@ from sessions.incidents import (
 
 from ..describe import describe, seconds
 from ..widgets import LadderPanel, PromptLane, TimerLane, WrappingLog
+from ..widgets.footer import FittingFooter
 
 
 class IncidentsScreen(Screen):
@@ -53,7 +54,7 @@ class IncidentsScreen(Screen):
                 yield TimerLane(id="inc-timers", classes="panel")
                 yield PromptLane(id="inc-prompts", classes="panel")
                 yield WrappingLog(id="incident-log")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         for wid, title in (

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Header, Input, Static
 
 from ladder import SetRouteAvailability
 
@@ -35,6 +35,7 @@ from ..widgets import (
     Transcript,
     WhyPanel,
 )
+from ..widgets.footer import FittingFooter
 from ..widgets.panel import Panel
 
 
@@ -81,7 +82,7 @@ class RehearseScreen(Screen):
                 yield Timeline(id="timeline", classes="panel")
                 yield RoutesPanel(self.session.runtime.ladder.policy.routes, id="routes", classes="panel")
                 yield WhyPanel(id="why", classes="panel")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         for wid, title in (

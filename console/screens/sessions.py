@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, ListItem, ListView, Static
+from textual.widgets import Header, Label, ListItem, ListView, Static
 
 from sessions.journal import JournalError, read_journal
 from sessions.replay import ReplayError
@@ -17,6 +17,7 @@ from sessions.step import Cursor
 
 from ..describe import describe, describe_input, masked_span, seconds
 from ..widgets import LadderPanel, PromptLane, Timeline, TimerLane, WrappingLog
+from ..widgets.footer import FittingFooter
 
 
 class SessionsScreen(Screen):
@@ -51,7 +52,7 @@ class SessionsScreen(Screen):
                 yield TimerLane(id="ses-timers", classes="panel")
                 yield PromptLane(id="ses-prompts", classes="panel")
                 yield WrappingLog(id="session-log")
-        yield Footer(compact=True)
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         for wid, title in (
