@@ -190,6 +190,8 @@ class Controller:
                 "stage_index": ep.stage_index,
                 "started_at": ep.started_at,
                 "hold_used_ms": ep.hold_used_ms,
+                "hold_started_at": ep.hold_started_at,  # a hold running now: its time is not in hold_used_ms yet
+                "hold_until": ep.hold_until,
                 "held": ep.held,
                 "checked": ep.checked,
                 "restarts": ep.restarts,

@@ -34,16 +34,14 @@ def shorten(text: str, limit: int) -> str:
 
 
 def hold_used_ms(snapshot: dict, now: float) -> float:
-    """The hold budget used so far, counting a hold that is still running.
-
-    The core adds a hold's time to `hold_used_ms` when the hold ends; the hold timer is
-    armed when the hold (re)starts, so the running part is now - armed_at, up to its due.
-    """
+    """The hold budget used so far, counting a hold that is still running (the core adds
+    a hold's time to `hold_used_ms` when it ends)."""
     episode = snapshot.get("episode") or {}
     used = float(episode.get("hold_used_ms") or 0.0)
-    timer = snapshot.get("timers", {}).get("hold")
-    if timer is not None and episode.get("held"):
-        used += max(0.0, min(now, timer["due"]) - timer["armed_at"])
+    started = episode.get("hold_started_at")
+    if started is not None:
+        until = episode.get("hold_until")
+        used += max(0.0, min(now, until if until is not None else now) - started)
     return used
 
 
