@@ -136,6 +136,9 @@ class LullApp(App):
             self.notify("the call has ended: ctrl+r starts it again (applied edits kept)", severity="warning")
             return
         self.backend.say(text)
+        typed = getattr(self.backend, "typed", None)
+        if typed is not None and typed.waiting:
+            self.notify("your turn waits for the intent matcher, still building (once per flow: it is kept on disk)")
 
     def _line(self, who: str, text: str) -> None:
         self.history.add_line(who, text)

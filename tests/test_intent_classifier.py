@@ -76,7 +76,8 @@ def test_classifier_is_a_kind_in_all() -> None:
     assert "classifier" in MATCHER_KINDS
 
 
-def test_classifier_construction_is_deterministic() -> None:
+def test_classifier_construction_is_deterministic(monkeypatch) -> None:
+    monkeypatch.setenv("LULL_CACHE_DIR", "off")  # computed each time, not loaded
     texts = ["give me a second", "I've lost the letter", "who am I speaking to", "okay then", "huh?"]
     ic._model_cache.clear()
     started = time.perf_counter()

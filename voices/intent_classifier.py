@@ -26,6 +26,9 @@ from typing import Protocol
 
 import numpy as np
 
+from . import disk_cache
+from .disk_cache import VectorStore
+
 NONE = "__none__"
 
 
@@ -77,6 +80,11 @@ def softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+# bump when train_softmax or the features change what a model is: classifiers on disk
+# (voices.disk_cache) are named by it
+TRAINER_VERSION = 1
 
 
 def train_softmax(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, *, steps: int = 3000,
@@ -190,6 +198,13 @@ _text_cache: dict[tuple, np.ndarray] = {}  # (feature config, normalised text) -
 _model_cache: dict[tuple, SoftmaxModel] = {}  # (feature config, intents, l2) -> trained model
 
 
+def forget_in_memory() -> None:
+    """Drop the process's cached vectors and models (a bench's or a test's "new process")."""
+    with _cache_lock:
+        _text_cache.clear()
+        _model_cache.clear()
+
+
 class Featuriser:
     """Normalised text -> MiniLM embedding, wordllama embedding, polarity flag (the
     parts chosen), concatenated; off-topic and example texts cached per process."""
@@ -200,18 +215,36 @@ class Featuriser:
         self.parts = [m for m in (minilm, wordllama) if m is not None]
         self.negation = negation
         self.key = (tuple(id(m) for m in self.parts), negation)
+        # training texts' vectors are kept on disk by each encoder's content fingerprint
+        prints = [getattr(m, "fingerprint", None) for m in self.parts]
+        self.fingerprint = None if None in prints else (tuple(prints), negation)
+        self._stores = {id(m): VectorStore(p) for m, p in zip(self.parts, prints, strict=True) if p}
 
-    def raw(self, said: list[str]) -> np.ndarray:
+    def raw(self, said: list[str], *, stored: bool = False) -> np.ndarray:
+        """Features of normalised texts; `stored`: each encoder's vectors from (and into)
+        its VectorStore on disk."""
         from .interpret import negated
 
-        out = []
-        for model in self.parts:
-            v = np.asarray(model.embed(said, norm=False), dtype=np.float64)
-            n = np.linalg.norm(v, axis=1, keepdims=True)
-            out.append(v / np.where(n > 0, n, 1.0))
+        out = [self._unit(model, said, self._stores.get(id(model)) if stored else None) for model in self.parts]
         if self.negation:
-            out.append(np.array([[NEGATION_SCALE * negated(s)] for s in said], dtype=np.float64))
+            out.append(np.array([[NEGATION_SCALE * negated(s)] for s in said], dtype=np.float64).reshape(len(said), 1))
         return np.concatenate(out, axis=1)
+
+    @staticmethod
+    def _unit(model: Embedder, said: list[str], store: VectorStore | None) -> np.ndarray:
+        found = store.get(said) if store is not None else {}
+        missing = [s for s in dict.fromkeys(said) if s not in found]
+        if missing or not said:
+            v = np.asarray(model.embed(missing, norm=False), dtype=np.float64)
+            n = np.linalg.norm(v, axis=1, keepdims=True)
+            v = v / np.where(n > 0, n, 1.0)
+            if not said:
+                return v
+            fresh = dict(zip(missing, v, strict=True))
+            if store is not None:
+                store.add(fresh)
+            found = {**found, **fresh}
+        return np.stack([found[s] for s in said])
 
     def __call__(self, said: list[str], *, cache: bool = False) -> np.ndarray:
         """Features of already normalised texts; `cache` keeps them (training texts)."""
@@ -220,7 +253,7 @@ class Featuriser:
         with _cache_lock:
             missing = [s for s in dict.fromkeys(said) if (self.key, s) not in _text_cache]
             if missing:
-                for s, row in zip(missing, self.raw(missing), strict=True):
+                for s, row in zip(missing, self.raw(missing, stored=True), strict=True):
                     _text_cache[(self.key, s)] = row
             return np.stack([_text_cache[(self.key, s)] for s in said])
 
@@ -245,11 +278,31 @@ class ClassifierMatcher:
         with _cache_lock:
             model = _model_cache.get(key)
         if model is None:
-            x = featuriser([normalise(t) for t in texts], cache=True)
-            model = fit(x, labels, names, l2) if len(names) > 1 else None
+            said = [normalise(t) for t in texts]
+            model = self._stored_model(featuriser, names, said, labels, l2)
+            if model is None and len(names) > 1:
+                model = fit(featuriser(said, cache=True), labels, names, l2)
+                self._store_model(model)
             with _cache_lock:
                 _model_cache[key] = model
         self.model = model
+
+    def _stored_model(self, featuriser: Featuriser, names: list[str], said: list[str], labels: np.ndarray,
+                      l2: float) -> SoftmaxModel | None:
+        """The model trained on exactly these features before, from the disk cache."""
+        self._disk_name = None
+        if featuriser.fingerprint is None:
+            return None
+        self._disk_name = "classifier-" + disk_cache.digest(
+            TRAINER_VERSION, featuriser.fingerprint, NEGATION_SCALE, names, said, labels.tolist(), l2)
+        data = disk_cache.load(self._disk_name)
+        if data is None or set(data) != {"weights", "biases"} or data["biases"].shape != (len(names),):
+            return None
+        return SoftmaxModel(names, data["weights"], data["biases"])
+
+    def _store_model(self, model: SoftmaxModel) -> None:
+        if self._disk_name is not None:
+            disk_cache.save(self._disk_name, weights=model.weights, biases=model.biases)
 
     def scores(self, text: str) -> dict[str, float]:
         from .interpret import normalise

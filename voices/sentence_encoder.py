@@ -114,10 +114,13 @@ class MiniLMEncoder:
                 pooling = json.loads(z.read("1_Pooling/config.json"))
                 tokenizer_json = z.read("tokenizer.json").decode("utf-8")
                 tensors = parse_safetensors(z.read("model.safetensors"))
+                # what the vectors depend on, by content (voices.disk_cache keeps them by it)
+                crcs = [z.getinfo(n).CRC for n in ("model.safetensors", "tokenizer.json", "config.json")]
         except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
             raise EncoderError(f"cannot read the MiniLM model from {path}: {type(exc).__name__}: {exc}") from None
         if not pooling.get("pooling_mode_mean_tokens") or config.get("hidden_act") != "gelu":
             raise EncoderError("unexpected model configuration (mean pooling and gelu expected)")
+        self.fingerprint = "all-MiniLM-L6-v2 " + " ".join(f"{crc:08x}" for crc in crcs) + f" max_len {MAX_SEQ_LENGTH}"
         self.eps = float(config["layer_norm_eps"])
         self.heads = int(config["num_attention_heads"])
         self.hidden = int(config["hidden_size"])
