@@ -198,10 +198,12 @@ _text_cache: dict[tuple, np.ndarray] = {}  # (feature config, normalised text) -
 _model_cache: dict[tuple, SoftmaxModel] = {}  # (feature config, intents, l2) -> trained model
 
 
-def forget_in_memory() -> None:
-    """Drop the process's cached vectors and models (a bench's or a test's "new process")."""
+def forget_in_memory(*, vectors: bool = True) -> None:
+    """Drop the process's cached models, and vectors unless told not to (a bench's or a
+    test's "new process")."""
     with _cache_lock:
-        _text_cache.clear()
+        if vectors:
+            _text_cache.clear()
         _model_cache.clear()
 
 
