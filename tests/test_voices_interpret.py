@@ -335,6 +335,21 @@ def test_a_build_that_ends_after_its_loop_closed_hands_nothing_over(caplog):
     assert called == [] and not [r for r in caplog.records if "callback" in r.getMessage()]
 
 
+def test_a_process_quits_while_a_build_still_runs():
+    # ctrl+q in the first seconds of a console: the process must not wait for the build
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "from voices.interpret import BackgroundMatcher\n"
+        "matcher = BackgroundMatcher(lambda: threading.Event().wait())  # never ends\n"
+        "print('quitting', matcher.ready)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "quitting False", done.stderr
+
+
 def test_lexical_match_is_the_best_of_its_scores_first_on_a_tie():
     # match() skips examples on upper bounds and tries the closest lengths first; it must
     # still be what the highest of scores() says (the first intent on a tie)

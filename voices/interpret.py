@@ -334,9 +334,20 @@ class BackgroundMatcher:
     `match`."""
 
     def __init__(self, build: Callable[[], Matcher]) -> None:
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lull-matcher")
-        self._future = pool.submit(build)
-        pool.shutdown(wait=False)  # the thread ends with the build
+        self._future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run() -> None:
+            self._future.set_running_or_notify_cancel()
+            try:
+                matcher = build()
+            except BaseException as exc:  # noqa: BLE001 - raised again by match()
+                self._future.set_exception(exc)
+            else:
+                self._future.set_result(matcher)
+
+        # a daemon thread: quitting the console while the build runs must not wait for it
+        # (a ThreadPoolExecutor's threads are joined at exit: ctrl+q hung for the build)
+        threading.Thread(target=run, name="lull-matcher", daemon=True).start()
 
     @property
     def ready(self) -> bool:
