@@ -96,3 +96,21 @@ def journal_text_without_clocks(path) -> str:
         record.pop("created", None)
         lines.append(json.dumps(record))
     return "\n".join(lines)
+
+
+def held_matcher(data: dict):
+    """A matcher whose build waits until the returned event is set (a slow machine's
+    classifier build, on demand): (voices.interpret.BackgroundMatcher, release event)."""
+    import threading
+
+    from ladder.flow.text import LexicalMatcher
+    from voices.interpret import BackgroundMatcher
+
+    intents = dict(compile_data(data).spec.intents)
+    release = threading.Event()
+
+    def build():
+        release.wait(10)
+        return LexicalMatcher(intents, 0.5)
+
+    return BackgroundMatcher(build), release

@@ -4,7 +4,7 @@ import asyncio
 import functools
 import json
 
-from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
+from console_fixtures import Clock, SilentBackend, compile_data, held_matcher, quick_flow_data
 
 from console.app import LullApp
 from console.screens.rehearse import panel_text
@@ -275,20 +275,11 @@ async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(mo
 
 @run_async
 async def test_an_incident_pressed_after_a_turn_waiting_for_the_matcher_comes_after_it():
-    import threading
-
     from console.text_backend import TextBackend
-    from ladder.flow.text import LexicalMatcher
-    from voices.interpret import BackgroundMatcher
 
     data = quick_flow_data()
-    release = threading.Event()
-
-    def build():
-        release.wait(10)
-        return LexicalMatcher(dict(compile_data(data).spec.intents), 0.5)
-
-    backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+    matcher, release = held_matcher(data)
+    backend = TextBackend(matcher=matcher, ms_per_word=10)
     app = LullApp(compile_data(data), flow_document=data, backend=backend)
     inputs = []
     app.session.listeners.append(lambda now, kind, r: inputs.append(r["kind"]) if kind == "input" else None)

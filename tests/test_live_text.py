@@ -6,7 +6,7 @@ seconds; assertions are about what happened, never about how long it took.
 
 import asyncio
 
-from console_fixtures import compile_data, journal_text_without_clocks, quick_flow_data
+from console_fixtures import compile_data, held_matcher, journal_text_without_clocks, quick_flow_data
 
 from console.headless import rehearse_headless
 from console.live import LiveSession
@@ -188,20 +188,10 @@ def test_without_minilm_typed_turns_match_lexically_and_the_journal_says_so(monk
 
 
 def test_a_turn_typed_while_the_matcher_builds_waits_for_it_without_blocking_the_loop():
-    import threading
-
-    from ladder.flow.text import LexicalMatcher
-    from voices.interpret import BackgroundMatcher
-
-    intents = dict(compile_data(quick_flow_data()).spec.intents)
-    release = threading.Event()
-
-    def build():
-        release.wait(10)
-        return LexicalMatcher(intents, 0.5)
+    matcher, release = held_matcher(quick_flow_data())
 
     async def body():
-        backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+        backend = TextBackend(matcher=matcher, ms_per_word=10)
         session = LiveSession(compile_data(quick_flow_data()), backend)
         records = []
         session.listeners.append(lambda now, kind, r: records.append(r))
@@ -223,20 +213,10 @@ def test_a_turn_typed_while_the_matcher_builds_waits_for_it_without_blocking_the
 
 
 def test_what_is_done_after_a_waiting_typed_turn_waits_behind_it():
-    import threading
-
-    from ladder.flow.text import LexicalMatcher
-    from voices.interpret import BackgroundMatcher
-
-    intents = dict(compile_data(quick_flow_data()).spec.intents)
-    release = threading.Event()
-
-    def build():
-        release.wait(10)
-        return LexicalMatcher(intents, 0.5)
+    matcher, release = held_matcher(quick_flow_data())
 
     async def body():
-        backend = TextBackend(matcher=BackgroundMatcher(build), ms_per_word=10)
+        backend = TextBackend(matcher=matcher, ms_per_word=10)
         session = LiveSession(compile_data(quick_flow_data()), backend)
         order = []
         session.listeners.append(lambda now, kind, r: order.append(r.get("kind")) if r.get("kind") == "caller_utterance" else None)
