@@ -80,6 +80,11 @@ if TYPE_CHECKING:
 VAD_RATE = 16000
 PRE_ROLL_MS = 300
 BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
+# A barge-in's audio starts this long before the first frame louder than the echo: over a
+# loud speaker the caller's first word is masked, not absent ("hold on" and the first digit
+# were lost with 300 ms, the laptop echo path at full volume); the canceller removes the
+# agent's own voice from what is kept.
+BARGE_IN_LOOKBACK_MS = 700
 EVIDENCE_WINDOW = 12  # the frames looked back on when a segment starts (about 380 ms)
 # slot-aware end of turn, when no active stage sets its own (`timing` in the flow;
 # across active stages the longer wins, as for end_of_speech_ms)
@@ -533,7 +538,7 @@ class VoiceBackend:
         audio_from = speech_start_ms - PRE_ROLL_MS
         if seg.accepted_ms is not None:
             # it began as the agent's own voice: keep from a little before the evidence
-            keep_from = seg.accepted_ms - PRE_ROLL_MS
+            keep_from = seg.accepted_ms - BARGE_IN_LOOKBACK_MS
             drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
             drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
             audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE

@@ -28,6 +28,8 @@ from sessions.scenarios import load_scenario, run_scenario
         ("double oh 7", "007"),
         ("double five", "55"),
         ("triple zero 4", "0004"),
+        ("Or 8 2 1.", "4821"),  # "four" clipped: talking over a loud laptop speaker (issue 10 laptop trial)
+        ("um, or 8 2 1", "4821"),
         ("29 340", "29340"),
         ("293.40", "29340"),
         ("29,340", "29340"),
@@ -37,6 +39,9 @@ from sessions.scenarios import load_scenario, run_scenario
         ("for 3 days", "3"),
         ("I won 5 dollars", "5"),
         ("I want to go", None),
+        ("2 or 3", "23"),
+        ("or 3 days", "3"),
+        ("or not", None),
     ],
 )
 def test_digits_as_whisper_writes_them(text, digits):

@@ -19,6 +19,10 @@ _DIGIT_WORDS = {
 # What whisper writes for a spoken digit that is also an ordinary word: a digit only in
 # a digit context (`_readings`). "oh" is one too: "Oh, it's 4 8 2 1".
 _HOMOPHONES = {"oh": "0", "o": "0", "won": "1", "to": "2", "too": "2", "for": "4", "ate": "8"}
+# "four" with its /f/ lost (a clipped onset: the caller talking over the agent, whose echo
+# canceller suppresses the first fricative) comes out as "or": a digit only where a code
+# begins ("Or 8 2 1"), never between digits ("2 or 3").
+_CLIPPED = {"or": "4"}
 _REPEATS = {"double": 2, "triple": 3}
 # Words said around a code that say nothing against it being the code: after one of
 # them a homophone may begin the digits ("it's for 8 2 1"), and they do not count
@@ -62,7 +66,8 @@ def _readings(tokens: list[str]) -> list[str | None]:
     A homophone is a digit right after a digit or after "double"/"triple" ("33 for 692",
     "double oh"), or, at the start or after a lead-in ("it's", "um"), when digits follow
     and nothing else follows them ("to 9", "it's for 8 2 1"). Elsewhere it is the word
-    ("go to 5", "for 3 days", "I won 5 dollars").
+    ("go to 5", "for 3 days", "I won 5 dollars"). "or" (a clipped "four") is a digit only
+    where a code begins ("Or 8 2 1", not "2 or 3").
 
     The masked text (`mask_digits`) reads the same: a word read as digits becomes
     numerals, which are digits in any context, and a homophone read as a word keeps
@@ -83,11 +88,11 @@ def _readings(tokens: list[str]) -> list[str | None]:
     out: list[str | None] = []
     for i, word in enumerate(tokens):
         digits = _digits_of(word)
-        if digits is None and word in _HOMOPHONES:
+        if digits is None and (word in _HOMOPHONES or word in _CLIPPED):
             prev = tokens[i - 1] if i else None
-            after_digit = i > 0 and (out[-1] is not None or prev in _REPEATS)
+            after_digit = word in _HOMOPHONES and i > 0 and (out[-1] is not None or prev in _REPEATS)
             if after_digit or ((prev is None or prev in LEAD_INS) and digits_follow(i + 1)):
-                digits = _digits_of(word, in_digits=True)
+                digits = _digits_of(word, in_digits=True) or _CLIPPED.get(word)
         out.append(digits)
     return out
 

@@ -1,0 +1,28 @@
+"""What audio a turn keeps when it began as the agent's own voice (a barge-in)."""
+
+import numpy as np
+
+from console.voice_backend import BARGE_IN_LOOKBACK_MS, PRE_ROLL_MS, VAD_RATE, VoiceBackend, _Segment
+
+
+def kept(seg: _Segment, speech_start_ms: float, seconds: float = 3.0) -> tuple[int, float]:
+    audio = np.arange(int(seconds * VAD_RATE), dtype=np.float32)
+    out, first_ms = VoiceBackend._turn_audio(None, seg, audio, speech_start_ms)  # uses no state
+    return int(out[0]), first_ms
+
+
+def test_a_caller_heard_from_the_start_keeps_the_pre_roll():
+    assert kept(_Segment(start_ms=1000.0), 1000.0) == (0, 1000.0 - PRE_ROLL_MS)
+
+
+def test_a_barge_in_keeps_what_came_well_before_the_evidence():
+    # the VAD heard the agent's echo from 500 ms; the caller was louder than it from 2000 ms:
+    # their first word started under the echo, so more than the pre-roll is kept
+    seg = _Segment(start_ms=500.0)
+    seg.accepted_ms = 2000.0
+    first_sample, first_ms = kept(seg, 500.0)
+    assert first_ms == 2000.0 - BARGE_IN_LOOKBACK_MS and BARGE_IN_LOOKBACK_MS > PRE_ROLL_MS
+    assert first_sample == int((first_ms - (500.0 - PRE_ROLL_MS)) * VAD_RATE / 1000)
+    # evidence right after the start: nothing before the audio's first sample is invented
+    seg.accepted_ms = 700.0
+    assert kept(seg, 500.0) == (0, 500.0 - PRE_ROLL_MS)
