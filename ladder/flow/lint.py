@@ -33,6 +33,7 @@ import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..policy import (
@@ -66,14 +67,72 @@ _RECEIPT = {
 }
 
 
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+@lru_cache(maxsize=4096)
+def _word_tuple(text: str) -> tuple[str, ...]:
+    # the same few ladder texts are read for every stage: split each once
+    return tuple(w.strip("'") for w in _WORD.findall(text.lower().replace("\u2019", "'")) if w.strip("'"))
+
+
 def _words(text: str) -> list[str]:
-    return [w.strip("'") for w in re.findall(r"[a-z0-9']+", text.lower().replace("\u2019", "'")) if w.strip("'")]
+    return list(_word_tuple(text))
 
 
 def _names(text: str, phrase: str) -> bool:
-    said = " " + " ".join(_words(text)) + " "
-    words = _words(phrase)
-    return bool(words) and f" {' '.join(words)} " in said
+    words = _word_tuple(phrase)
+    return bool(words) and f" {' '.join(words)} " in f" {' '.join(_word_tuple(text))} "
+
+
+class _SlotNames:
+    """Which slots a text names, by their phrases (the slot's id in words, its mentions).
+
+    Indexed once per flow by the phrases' words, so reading a text costs its own length
+    times the longest phrase, not the number of slots: the lint stays linear in stages.
+    """
+
+    def __init__(self, flow: CompiledFlow, slots) -> None:
+        self._by_phrase: dict[tuple[str, ...], set[str]] = {}
+        for slot in slots:
+            for phrase in _slot_phrases(flow, slot):
+                words = _word_tuple(phrase)
+                if words:
+                    self._by_phrase.setdefault(words, set()).add(slot)
+        self._lengths = sorted({len(k) for k in self._by_phrase})
+        self.slots = list(slots)
+        self.rank = {slot: i for i, slot in enumerate(self.slots)}  # the order slots are first collected
+        self._memo: dict[str, frozenset[str]] = {}
+
+    def __call__(self, text: str) -> frozenset[str]:
+        found = self._memo.get(text)
+        if found is None:
+            words = _word_tuple(text)
+            hits: set[str] = set()
+            for n in self._lengths:
+                for i in range(len(words) - n + 1):
+                    hits |= self._by_phrase.get(words[i : i + n], set())
+            found = self._memo[text] = frozenset(hits)
+        return found
+
+
+class _Before:
+    """The slots collected by the stages upstream of one stage, as a bitset over the
+    flow's slots (membership and intersection without a set per stage)."""
+
+    __slots__ = ("bits", "bit")
+
+    def __init__(self, bits: int, bit: dict[str, int]) -> None:
+        self.bits, self.bit = bits, bit
+
+    def __contains__(self, slot: str) -> bool:
+        return bool(self.bits & self.bit.get(slot, 0))
+
+    def __bool__(self) -> bool:
+        return bool(self.bits)
+
+    def among(self, slots) -> set[str]:
+        return {s for s in slots if s in self}
 
 
 # what a close may claim was done: a value received or confirmed, a tool's work done
@@ -229,13 +288,15 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
         label = f"ladder {w.ladder_stage.name}" if w.ladder_stage is not None else f"ladder {w.role}"
         check_text(w, flow.ladder, None, label)
 
-    upstream_of = _upstream(flow.main)
     layers = [(MAIN, flow.main), *((o.name, o) for o in flow.overlays)]
     collected_by: dict[str, str] = {}
     for _, layer in layers:
         for sid in layer.order:
             for slot in layer.stages[sid].collect:
                 collected_by.setdefault(slot, sid)
+    # collected slots first, in the order they are first collected: the owner check names the earliest
+    named = _SlotNames(flow, {**dict.fromkeys(collected_by), **dict.fromkeys(spec.slots)})
+    before_of, tools_before_of = _upstream(flow.main, list(named.slots))
     for layer_name, layer in layers:
         if not layer.path or layer.path == ("policies",):
             stage_paths = {sid: ("policies",) for sid in layer.order}
@@ -244,8 +305,7 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
         for sid in layer.order:
             stage = layer.stages[sid]
             spath = stage_paths[sid]
-            upstream = upstream_of.get(sid, set()) if layer_name == MAIN else None
-            before = set().union(*(set(flow.stage(u).collect) for u in upstream)) if upstream is not None else None
+            before = before_of[sid] if layer_name == MAIN else None
             label = f"stage {sid!r}"
             if spath == ("policies",):
                 if stage.say is not None:
@@ -268,12 +328,11 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                     name = w.ladder_stage.name if w.ladder_stage is not None else w.role
                     check_text(Wording(where, w.text, w.role, w.ladder_stage), policy, before, f"{label} ladder {name}")
             if stage.collect:
-                _check_owner(flow, sid, spath, stage, policy, own, collected_by, add)
+                _check_owner(flow, sid, spath, stage, policy, own, collected_by, named, add)
             if layer_name == MAIN and before:
-                _check_closes(flow, sid, spath, stage, policy, own, before, add)
+                _check_closes(flow, sid, spath, stage, policy, own, before, named, add)
             if layer_name == MAIN and stage.collect:
-                tools_before = any(flow.stage(u).call is not None for u in upstream or ())
-                _check_close_claims(flow, sid, spath, stage, policy, own, before or set(), tools_before, add)
+                _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_before_of[sid], named, add)
     return out
 
 
@@ -296,63 +355,67 @@ def _slot_phrases(flow: CompiledFlow, slot: str) -> list[str]:
     return [slot.replace("_", " "), *(spec.mentions if spec is not None else ())]
 
 
-def _check_owner(flow, sid, spath, stage, policy, own, collected_by, add) -> None:
+def _check_owner(flow, sid, spath, stage, policy, own, collected_by, named, add) -> None:
     """Per-question ladders: a stage may not use another question's wording."""
     if own:
         return
     mine = set(stage.collect)
     for w in _texts_of(policy, closes_only=False, collecting=True):
-        for slot, owner in collected_by.items():
-            if slot in mine or owner == sid:
-                continue
-            if any(_names(w.text, p) for p in _slot_phrases(flow, slot)) and not any(
-                _names(w.text, p) for s in mine for p in _slot_phrases(flow, s)
-            ):
-                name = w.ladder_stage.name if w.ladder_stage is not None else w.role
-                add(
-                    (*spath, "collect"),
-                    f"stage {sid!r} asks for {', '.join(sorted(mine))} but its silence ladder is the flow's, whose "
-                    f"{name} wording talks about {slot.replace('_', ' ')} (the question of stage {owner!r}); "
-                    f"give stage {sid!r} a \"ladder\" of its own with wording about its question",
-                    about=w.path,
-                )
-                return
+        said = named(w.text)
+        if not said or said & mine:
+            continue
+        others = [slot for slot in said if slot in collected_by and collected_by[slot] != sid]
+        if others:
+            slot = min(others, key=named.rank.__getitem__)
+            owner = collected_by[slot]
+            name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+            add(
+                (*spath, "collect"),
+                f"stage {sid!r} asks for {', '.join(sorted(mine))} but its silence ladder is the flow's, whose "
+                f"{name} wording talks about {slot.replace('_', ' ')} (the question of stage {owner!r}); "
+                f"give stage {sid!r} a \"ladder\" of its own with wording about its question",
+                about=w.path,
+            )
+            return
 
 
-def _check_closes(flow, sid, spath, stage, policy, own, before, add) -> None:
+def _check_closes(flow, sid, spath, stage, policy, own, before, named, add) -> None:
     """A close says only what is true: a slot collected upstream was received."""
     for w in _texts_of(policy, closes_only=True, collecting=bool(stage.collect)):
         for sentence in sentences(w.text):
             if not denies_receipt(sentence):
                 continue
-            for slot in sorted(before - set(stage.collect)):
-                if any(_names(sentence, p) for p in _slot_phrases(flow, slot)):
-                    name = w.ladder_stage.name if w.ladder_stage is not None else w.role
-                    where = _where_written(flow, spath, own, w.path) if own else spath
-                    add(
-                        where,
-                        f"stage {sid!r}: the {name} close says \u201c{sentence}\u201d, but {slot.replace('_', ' ')} "
-                        f"was collected before this stage; say what is true here"
-                        + ("" if own else ' (give the stage a "ladder" of its own)'),
-                        about=w.path,
-                    )
+            for slot in sorted(before.among(named(sentence)) - set(stage.collect)):
+                name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+                where = _where_written(flow, spath, own, w.path) if own else spath
+                add(
+                    where,
+                    f"stage {sid!r}: the {name} close says \u201c{sentence}\u201d, but {slot.replace('_', ' ')} "
+                    f"was collected before this stage; say what is true here"
+                    + ("" if own else ' (give the stage a "ladder" of its own)'),
+                    about=w.path,
+                )
 
 
-def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_before, add) -> None:
+def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_before, named, add) -> None:
     """A collecting stage's close plays because its question went unanswered: it may not
     say that a value not yet collected was received or confirmed, nor that a tool's work
     was done when no tool has run before this stage ("Your code is confirmed" at the
     confirmation's own close; "I've looked up your reference" before any lookup)."""
-    pending = set(flow.spec.slots) - before
+    slots = flow.spec.slots
+
+    def pending(candidates) -> list[str]:
+        return sorted(s for s in candidates if s in slots and s not in before)
+
     for w in _texts_of(policy, closes_only=True, collecting=True):
         for sentence in sentences(w.text):
             claim = None
             if claims_receipt(sentence):
-                named = [slot for slot in sorted(pending) if any(_names(sentence, p) for p in _slot_phrases(flow, slot))]
-                if not named and {"confirmed", "verified"} & set(_words(sentence)):
+                claimed = pending(named(sentence))
+                if not claimed and {"confirmed", "verified"} & set(_word_tuple(sentence)):
                     # "your code is confirmed": a confirmation, whatever it names
-                    named = [slot for slot in sorted(pending) if flow.spec.slots[slot].type == "yes_no"]
-                claim = named[0] if named else None
+                    claimed = pending(s for s, spec in slots.items() if spec.type == "yes_no")
+                claim = claimed[0] if claimed else None
                 why = f"{claim.replace('_', ' ')} has not been collected when this close plays" if claim else ""
             if claim is None and not tools_before and claims_action(sentence):
                 claim, why = "tool", "no tool has run before this stage"
@@ -368,26 +431,57 @@ def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_befo
             )
 
 
-def _upstream(layer: Layer) -> dict[str, set[str]]:
-    """Stage -> the stages that complete before it on every path (after/next edges)."""
-    out: dict[str, set[str]] = {}
+def _upstream(layer: Layer, slots: list[str]) -> tuple[dict[str, _Before], dict[str, bool]]:
+    """Stage -> the slots collected by the stages before it (its ancestors over after/next
+    edges), and whether a tool runs in one of them.
 
-    def ancestors(sid: str, trail: frozenset = frozenset()) -> set[str]:
-        if sid in out:
-            return out[sid]
+    One pass in topological order with the slot sets as integer bitsets, so a flow of
+    thousands of stages costs about what its edges do. Stages on an after-cycle (a flow
+    the compiler refuses, still linted for its other problems) are walked one by one.
+    """
+    bit = {slot: 1 << i for i, slot in enumerate(slots)}
+    stages, after = layer.stages, layer.after
+    own = {sid: _bits(stages[sid].collect, bit) for sid in layer.order}
+    bits: dict[str, int] = {}
+    tools: dict[str, bool] = {}
+    waiting = {sid: len(after.get(sid, ())) for sid in layer.order}
+    followers: dict[str, list[str]] = {sid: [] for sid in layer.order}
+    for sid in layer.order:
+        for pred in after.get(sid, ()):
+            followers.setdefault(pred, []).append(sid)
+    ready = [sid for sid, n in waiting.items() if n == 0]
+    while ready:
+        sid = ready.pop()
+        preds = after.get(sid, ())
+        acc = 0
+        for pred in preds:
+            acc |= own[pred] | bits[pred]
+        bits[sid] = acc
+        tools[sid] = any(stages[pred].call is not None or tools[pred] for pred in preds)
+        for nxt in followers.get(sid, ()):
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                ready.append(nxt)
+    for sid in layer.order:
+        if sid in bits:
+            continue
         found: set[str] = set()
-        stack = list(layer.after.get(sid, ()))
+        stack = list(after.get(sid, ()))
         while stack:
             pred = stack.pop()
             if pred in found or pred == sid:
                 continue
             found.add(pred)
-            stack.extend(layer.after.get(pred, ()))
-        out[sid] = found
-        return found
+            stack.extend(after.get(pred, ()))
+        bits[sid] = _bits((slot for u in found for slot in stages[u].collect), bit)
+        tools[sid] = any(stages[u].call is not None for u in found)
+    return {sid: _Before(b, bit) for sid, b in bits.items()}, tools
 
-    for sid in layer.order:
-        ancestors(sid)
+
+def _bits(slots, bit: dict[str, int]) -> int:
+    out = 0
+    for slot in slots:
+        out |= bit.get(slot, 0)
     return out
 
 
