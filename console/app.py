@@ -11,17 +11,17 @@ from textual.app import App
 from textual.binding import Binding
 
 from ladder.flow.compile import CompiledFlow
+from sessions.live import LiveSession
+from sessions.live_incidents import LiveIncidents
+from voices.backends.text import TextBackend
 
 from .commands import LullCommands
-from .headless import Incidents
-from .live import LiveSession
 from .messages import CallRestarted, HistoryChanged
 from .screens.editor import EditorScreen
 from .screens.help import HelpScreen
 from .screens.incidents import IncidentsScreen
 from .screens.rehearse import RehearseScreen
 from .screens.sessions import SessionsScreen
-from .text_backend import TextBackend
 
 HISTORY = 20_000  # records and transcript lines kept for the screens
 
@@ -121,7 +121,7 @@ class LullApp(App):
         kwargs = {"clock": self._clock} if self._clock is not None else {}
         self.session = LiveSession(flow, backend, journal_dir=journal_dir, **kwargs)
         self.session.listeners.append(self._record)
-        self.incidents = Incidents(self.session)
+        self.incidents = LiveIncidents(self.session)
 
     async def on_mount(self) -> None:
         if self.autostart:

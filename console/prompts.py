@@ -138,7 +138,7 @@ def lint(item: PromptItem, text: str, flow: CompiledFlow, measured_ms: float | N
     Wording is judged by the flow's prompt lint (ladder.flow.lint, the rules `lull flow
     check` applies), with the text in place in the flow.
     """
-    from ladder.flow.lint import lint_wording
+    from ladder.flow.wording import lint_wording
 
     if item.kind != "ms":
         return lint_wording(item.path, text, flow, wait_ms=item.wait_ms, measured_ms=measured_ms)

@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from console.headless import rehearse_headless  # noqa: E402
-from console.live import LiveSession  # noqa: E402
-from console.text_backend import TextBackend  # noqa: E402
+from sessions.live import LiveSession  # noqa: E402
+from voices.backends.text import TextBackend  # noqa: E402
 from sessions.flowfiles import check_data, library_flow_path  # noqa: E402
 
 WARM_UP = 300  # typed turns before the first memory reading

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from console.voice_backend import BARGE_IN_LOOKBACK_MS, PRE_ROLL_MS, VAD_RATE, VoiceBackend, _Segment
+from voices.backends.voice import BARGE_IN_LOOKBACK_MS, PRE_ROLL_MS, VAD_RATE, VoiceBackend, _Segment
 
 
 def kept(seg: _Segment, speech_start_ms: float, seconds: float = 3.0) -> tuple[int, float]:

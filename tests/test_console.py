@@ -259,7 +259,7 @@ async def test_the_sessions_screen_steps_through_a_recording_and_replays_it(tmp_
 @run_async
 async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(monkeypatch):
     import voices.interpret as interpret
-    from console.text_backend import TextBackend
+    from voices.backends.text import TextBackend
 
     def missing():
         raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")
@@ -275,7 +275,7 @@ async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(mo
 
 @run_async
 async def test_an_incident_pressed_after_a_turn_waiting_for_the_matcher_comes_after_it():
-    from console.text_backend import TextBackend
+    from voices.backends.text import TextBackend
 
     data = quick_flow_data()
     matcher, release = held_matcher(data)

@@ -22,7 +22,7 @@ from sessions.journal import read_journal
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True)
 
@@ -50,8 +50,8 @@ class Call:
     """A headless live call on the lab's devices, driven by the test."""
 
     def __init__(self, lab, models, flow, folder, **backend_options):
-        from console.live import LiveSession
-        from console.voice_backend import AudioBackend
+        from sessions.live import LiveSession
+        from voices.backends import AudioBackend
         from voices.audio import resolve_device
 
         self.lab = lab

@@ -21,7 +21,7 @@ from sessions.journal import read_journal
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True)
 
@@ -33,8 +33,8 @@ def flow():
 
 
 def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_echo(models, tmp_path):
-    from console.file_backend import FileBackend
-    from console.live import LiveSession
+    from voices.backends.file import FileBackend
+    from sessions.live import LiveSession
     from voices.echo import SimulatedEchoPath
 
     quiet = tmp_path / "quiet.wav"

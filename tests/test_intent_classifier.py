@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from voices import intent_classifier as ic
 from voices.intent_bench import CALL_LIKE_OFF_TOPIC, UNRELATED, run_intent_bench

@@ -4,7 +4,7 @@ import asyncio
 
 from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
 
-from console.live import LiveSession
+from sessions.live import LiveSession
 from ladder import PlaybackCompleted, PlaybackStarted
 from sessions.journal import read_journal
 from sessions.replay import replay

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.flow.lint import claims_action, claims_receipt, denies_receipt, lint_wording
+from ladder.flow.lint import claims_action, claims_receipt, denies_receipt
+from ladder.flow.wording import lint_wording
 from sessions.flowfiles import check_data, check_file, library_flow_path, library_flows
 
 SCENARIOS = Path(__file__).parent / "scenarios"

@@ -12,8 +12,8 @@ import pytest
 from console_fixtures import Clock, SilentBackend, compile_data, quick_flow_data
 
 from console.headless import rehearse_headless
-from console.live import LiveSession
-from console.text_backend import TextBackend
+from sessions.live import LiveSession
+from voices.backends.text import TextBackend
 from ladder import PlaybackCompleted, PlaybackInterrupted, PlaybackStarted, StartCall, TransportFailed
 from sessions.journal import read_journal
 from sessions.replay import replay

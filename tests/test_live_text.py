@@ -9,8 +9,8 @@ import asyncio
 from console_fixtures import compile_data, held_matcher, journal_text_without_clocks, quick_flow_data
 
 from console.headless import rehearse_headless
-from console.live import LiveSession
-from console.text_backend import TextBackend
+from sessions.live import LiveSession
+from voices.backends.text import TextBackend
 from sessions.journal import read_journal
 
 
@@ -108,7 +108,7 @@ class SilentBackend:
 
 
 def test_the_live_session_fires_due_timers_as_events_and_dup_is_rejected():
-    from console.headless import Incidents
+    from sessions.live_incidents import LiveIncidents
     from ladder import PlaybackCompleted, StartCall
 
     clock = [100.0]
@@ -116,7 +116,7 @@ def test_the_live_session_fires_due_timers_as_events_and_dup_is_rejected():
     session = LiveSession(quick_flow(), backend, clock=lambda: clock[0])
     stream = []
     session.listeners.append(lambda now, kind, record: stream.append((now, kind, record)))
-    incidents = Incidents(session)
+    incidents = LiveIncidents(session)
     session.feed(StartCall())
     for _ in range(3):  # greeting, disclosure, question: each completes 0.5 s later
         clock[0] += 0.5

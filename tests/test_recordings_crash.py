@@ -182,14 +182,14 @@ def whole_call_files(mic_frames, pieces, out_rate, folder: Path) -> None:
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True, matcher="lexical")
 
 
 def test_a_normal_stop_leaves_the_files_the_whole_call_writer_made(models, tmp_path) -> None:
-    from console.live import LiveSession
-    from console.voice_backend import FileBackend
+    from sessions.live import LiveSession
+    from voices.backends import FileBackend
     from sessions.flowfiles import load_flow
 
     folder = tmp_path / "take"
@@ -239,7 +239,7 @@ def test_a_normal_stop_leaves_the_files_the_whole_call_writer_made(models, tmp_p
 
 
 def test_an_existing_recording_is_never_overwritten(models, tmp_path) -> None:
-    from console.voice_backend import FileBackend
+    from voices.backends import FileBackend
     from voices.recording import RecordingExistsError
 
     folder = tmp_path / "take"

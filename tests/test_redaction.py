@@ -23,8 +23,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from console.headless import rehearse_headless
-from console.live import LiveSession
-from console.text_backend import TextBackend
+from sessions.live import LiveSession
+from voices.backends.text import TextBackend
 from ladder.flow.text import digit_answer_evidence, hide_digit_values, mask_digits, parse_digits, restarts
 from sessions.journal import read_journal
 from sessions.replay import replay

@@ -8,8 +8,8 @@ import pytest
 from console_fixtures import compile_data, journal_text_without_clocks, quick_flow_data
 
 from console.headless import rehearse_headless
-from console.live import LiveSession
-from console.text_backend import TextBackend
+from sessions.live import LiveSession
+from voices.backends.text import TextBackend
 from sessions.incidents import library_paths, load_incident, run_incident
 from sessions.replay import replay
 from sessions.scenarios import load_scenario, run_scenario
@@ -85,7 +85,7 @@ def test_a_truncated_journal_replays_what_it_holds_and_says_what_was_skipped(tmp
 def test_a_call_whose_wording_was_edited_mid_call_replays_clean(tmp_path):
     from console.prompts import apply_to_call
     from console_fixtures import Clock, SilentBackend
-    from ladder import PlaybackCompleted, PlaybackStarted, StartCall
+    from ladder import PlaybackCompleted, PlaybackStarted
 
     clock, backend = Clock(), SilentBackend()
     data = quick_flow_data()

@@ -67,7 +67,7 @@ class _Recognizer:
 
 
 def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_one():
-    from console.voice_backend import TurnLatency, VoiceBackend, VoiceModels
+    from voices.backends.voice import TurnLatency, VoiceBackend, VoiceModels
     from ladder.flow.spec import Slot
     from test_voice_backend import FakeVoice, start
 
@@ -101,7 +101,7 @@ def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_o
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True, matcher="lexical")
 

@@ -41,14 +41,14 @@ def test_how_far_a_pause_answers_the_slot(kind, text, partial, expected):
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True)
 
 
 def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
-    from console.file_backend import FileBackend
-    from console.live import LiveSession
+    from voices.backends.file import FileBackend
+    from sessions.live import LiveSession
 
     report = check_data(json.loads(library_flow_path("reference_code").read_text()), "reference_code")
     quiet = tmp_path / "quiet.wav"

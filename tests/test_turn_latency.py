@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 import soundfile
 
-from console.turn_latency import TurnLatency
+from voices.backends.turn_latency import TurnLatency
 from file_caller import speech, talk, until
 
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
-from voices.levels import TRIM_FLOOR_DBFS, audible_end, audible_onset, trim_leading_silence
+from voices.levels import TRIM_FLOOR_DBFS, audible_end, audible_onset
 
 
 @pytest.fixture(scope="module")
 def models():
-    from console.voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     return VoiceModels.load(deterministic=True)
 
@@ -65,8 +65,8 @@ def _flow():
 
 
 def test_an_answered_turn_journals_the_gap_the_recordings_show_and_an_unanswered_one_none(models, tmp_path):
-    from console.file_backend import FileBackend
-    from console.live import LiveSession
+    from voices.backends.file import FileBackend
+    from sessions.live import LiveSession
 
     quiet = tmp_path / "quiet.wav"
     soundfile.write(quiet, np.zeros(1600, np.float32), 16000)

@@ -6,8 +6,8 @@ import time
 import numpy as np
 from console_fixtures import compile_data, quick_flow_data
 
-from console.live import LiveSession
-from console.voice_backend import FileSpeaker, VoiceBackend, VoiceModels
+from sessions.live import LiveSession
+from voices.backends import FileSpeaker, VoiceBackend, VoiceModels
 from voices.stt import Recognition, RecognizerError
 
 
@@ -107,7 +107,7 @@ def test_speech_and_playback_flow_through_to_the_core():
 
 
 def _latency():
-    from console.voice_backend import TurnLatency
+    from voices.backends.voice import TurnLatency
 
     return TurnLatency("heard-1", 0.0)
 
@@ -143,7 +143,7 @@ def test_recordings_open_from_either_hook_and_stay_on_one_folder(tmp_path):
     import pytest
     import soundfile
 
-    from console.voice_backend import FileBackend
+    from voices.backends import FileBackend
 
     def models():
         return VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical")
@@ -175,7 +175,7 @@ def test_a_restarted_call_gets_a_new_file_backend_on_the_loaded_models(tmp_path,
     # the console's restart (ctrl+r) asks the CLI for another backend: same caller
     # file, same models, no second load
     from console.cli import rehearse
-    from console.file_backend import FileBackend
+    from voices.backends.file import FileBackend
 
     def no_second_load(**kwargs):
         raise AssertionError("the models were loaded again")

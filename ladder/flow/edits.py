@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from .compile import CompiledFlow
+from .compiled import CompiledFlow
 
 
 def apply_edits(document: dict, edits: dict[tuple, str], flow: CompiledFlow) -> dict:

@@ -2,7 +2,8 @@
 
 One set of rules for every place wording is judged: `compile_flow` runs them (so
 `lull flow check`, the console's apply and save, and a live EditWording refuse a
-flow with an error), and the prompt editor asks `lint_wording` about one text.
+flow with an error), and the prompt editor asks `ladder.flow.wording.lint_wording`
+about one text.
 
 Errors (the flow is refused):
 - empty wording: a stage's `say`, a ladder prompt, or a ladder text that is blank;
@@ -34,7 +35,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..policy import (
     CLOSE_TEXT_FIELDS,
@@ -45,9 +46,8 @@ from ..policy import (
     Route,
     sentences,
 )
+from .compiled import MAIN, CompiledFlow, Diagnostic, Layer
 
-if TYPE_CHECKING:
-    from .compile import CompiledFlow, Diagnostic, Layer
 
 Path = tuple[str | int, ...]
 
@@ -201,8 +201,6 @@ def _where_written(flow: CompiledFlow, stage_path: Path, own: dict, path: Path) 
 
 def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
     """Every wording problem of a compiled flow (errors and warnings)."""
-    from .compile import MAIN, Diagnostic
-
     spec = flow.spec
     out: list[Diagnostic] = []
     seen: set[tuple] = set()
@@ -485,45 +483,4 @@ def _bits(slots, bit: dict[str, int]) -> int:
     return out
 
 
-def lint_wording(
-    path: Path,
-    text: str,
-    flow: CompiledFlow,
-    *,
-    wait_ms: float | None = None,
-    measured_ms: float | None = None,
-) -> list[str]:
-    """The problems of one text as the editor shows them: the flow's lint with `text` at
-    `path` (errors and warnings about that text), plus its measured length."""
-    from pydantic import ValidationError
-
-    from .compile import FlowCompileError, compile_flow
-    from .edits import apply_edits
-    from .spec import FlowSpec
-
-    problems: list[str] = []
-    document = flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-    try:
-        edited = compile_flow(FlowSpec.model_validate(apply_edits(document, {path: text}, flow)))
-        diags = lint_flow(edited)
-    except FlowCompileError as exc:
-        diags = exc.diagnostics
-    except (ValidationError, KeyError, IndexError, TypeError) as exc:
-        return [f"does not fit the flow: {exc}".splitlines()[0]]
-    for d in diags:
-        if d.path == tuple(path) or getattr(d, "about", None) == tuple(path):
-            message = d.message
-            if not text.strip():
-                message = "is empty"
-            if message not in problems:
-                problems.append(message)
-    if wait_ms is not None and measured_ms is not None and text.strip() and measured_ms > wait_ms:
-        problems.append(f"lasts {measured_ms / 1000:.1f}s, longer than its stage's {wait_ms / 1000:g}s wait")
-    elif wait_ms is not None and text.strip() and not any("longer than" in p for p in problems):
-        estimate = max(1, len(text.split())) * flow.ladder.ms_per_word
-        if estimate > wait_ms:
-            problems.append(f"lasts {estimate / 1000:.1f}s, longer than its stage's {wait_ms / 1000:g}s wait")
-    return problems
-
-
-__all__ = ["BLAMING", "Route", "Wording", "denies_receipt", "lint_flow", "lint_wording"]
+__all__ = ["BLAMING", "Route", "Wording", "denies_receipt", "lint_flow"]

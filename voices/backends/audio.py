@@ -2,7 +2,7 @@
 
 What the speaker writes (silence included) is handed off, in order with the microphone's
 blocks, to the echo canceller as its far end; the microphone goes through the canceller
-before the VAD (`console.voice_backend` follows one utterance from here to the core).
+before the VAD (`voices.backends.voice` follows one utterance from here to the core).
 Media health watches the raw microphone; `voices.devices.InputMoveWatch` asks the audio
 server whether the capture stream was moved to another source (an unplugged microphone).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .voice_backend import VAD_RATE, VoiceBackend, VoiceModels
+from .voice import VAD_RATE, VoiceBackend, VoiceModels
 
 
 class AudioBackend(VoiceBackend):

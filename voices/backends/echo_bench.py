@@ -39,8 +39,8 @@ def run_echo_path(models, wav: Path, flow_factory, timeout_s: float) -> dict:
     """The caller WAV through the file backend with the simulated echo, AEC off then on."""
     from voices.echo import SimulatedEchoPath
 
-    from .file_backend import FileBackend
-    from .live import LiveSession
+    from .file import FileBackend
+    from sessions.live import LiveSession
 
     runs = {}
     for label, aec in (("aec_off", False), ("aec_on", True)):

@@ -26,7 +26,7 @@ from ladder import (
 from ladder.flow.text import LexicalMatcher
 
 if TYPE_CHECKING:
-    from .live import LiveSession
+    from sessions.live import LiveSession
 
 
 class TextBackend:

@@ -7,10 +7,10 @@ One module per backend; this one holds what they share:
   straight line per caller utterance, below), health, recordings and their masks.
 
 The backends differ only in where frames come from and where the agent's audio goes:
-`console.audio_backend.AudioBackend` (a real microphone and speaker through sounddevice,
-with echo cancellation and media health) and `console.file_backend.FileBackend` (a
+`voices.backends.audio.AudioBackend` (a real microphone and speaker through sounddevice,
+with echo cancellation and media health) and `voices.backends.file.FileBackend` (a
 caller WAV at real-time pace, a clocked speaker with no device, an optional simulated
-room echo). Both are importable from here too.
+room echo); `voices.backends` exports both.
 
 One caller utterance, from the microphone to the core:
 
@@ -35,7 +35,7 @@ One caller utterance, from the microphone to the core:
    (`_heard`): intent, `CallerUtterance` into the core; if the core answers it with a
    prompt, the turn's latency is noted when that prompt's first sample plays, from the
    end of the caller's speech as heard to the first audible sample
-   (`console.turn_latency.TurnLatency`); a turn the agent does not answer has none.
+   (`voices.backends.turn_latency.TurnLatency`); a turn the agent does not answer has none.
 """
 
 from __future__ import annotations
@@ -69,13 +69,13 @@ from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 
 from .secret_audio import SecretAudio
-from .text_backend import TypedTurns
+from .text import TypedTurns
 from .turn_latency import TurnLatency
 
 if TYPE_CHECKING:
     from voices.echo import EchoCanceller
 
-    from .live import LiveSession
+    from sessions.live import LiveSession
 
 VAD_RATE = 16000
 PRE_ROLL_MS = 300
@@ -92,7 +92,7 @@ COMPLETE_VALUE_END_MS = 250.0
 PARTIAL_VALUE_HOLD_MS = 2500.0
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # its INFO lines would tear the TUI
 
-__all__ = ["AudioBackend", "FileBackend", "FileSpeaker", "TurnLatency", "VoiceBackend", "VoiceModels"]
+__all__ = ["TurnLatency", "VoiceBackend", "VoiceModels"]
 
 
 @dataclass
@@ -683,7 +683,3 @@ class VoiceBackend:
         if self.session is not None and self.echo is not None and not self.session.closed.is_set():
             self.session.note("echo_path", self.echo_figures())
         self._finish_recordings()  # the streams are stopped: nothing more to record
-
-
-from .audio_backend import AudioBackend  # noqa: E402  (the backends build on the base above)
-from .file_backend import FileBackend, FileSpeaker  # noqa: E402

@@ -19,7 +19,7 @@ import numpy as np
 
 from voices.audio import PromptAudio
 
-from .voice_backend import VAD_RATE, VoiceBackend, VoiceModels
+from .voice import VAD_RATE, VoiceBackend, VoiceModels
 
 
 class FileSpeaker:

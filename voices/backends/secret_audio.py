@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from voices.recording import CallRecorder
 
-    from .live import LiveSession
+    from sessions.live import LiveSession
 
 MARGIN_MS = 60.0  # either side of a span: device timestamps are a few ms apart
 WHY = "redacted_value"

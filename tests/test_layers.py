@@ -1,0 +1,120 @@
+"""The house rules, checked on the real import graph (grimp):
+
+- the layers run one way, console -> voices -> sessions -> ladder;
+- no import circle among the project's modules (a module that needs another's piece
+  gives the piece a home of its own);
+- nothing below the console imports the console's frameworks (textual, typer, rich);
+- a live call can be run without the console: importing sessions.live and
+  voices.backends loads no console, textual or typer module.
+
+Imports under `if TYPE_CHECKING:` count: a circle a type checker follows is still a
+circle a reader has to untangle.
+"""
+
+import subprocess
+import sys
+
+import grimp
+import pytest
+
+PACKAGES = ("console", "voices", "sessions", "ladder")  # top to bottom
+UI_FRAMEWORKS = ("textual", "typer", "rich")
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph(*PACKAGES, *UI_FRAMEWORKS, exclude_type_checking_imports=False)
+
+
+def circles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(start: str) -> None:  # iterative: a deep graph must not hit the recursion limit
+        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start) & modules)))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child) & modules))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def own_modules(graph: grimp.ImportGraph) -> set[str]:
+    return {m for m in graph.modules if m.split(".")[0] in PACKAGES}
+
+
+def test_the_layers_run_one_way(graph):
+    illegal = graph.find_illegal_dependencies_for_layers(layers=PACKAGES)
+    assert not illegal, "a lower layer imports a higher one: " + "; ".join(
+        f"{d.importer} -> {d.imported} ({graph.find_shortest_chain(d.importer, d.imported)})" for d in illegal
+    )
+
+
+def test_no_import_circles(graph):
+    found = circles(graph, own_modules(graph))
+    assert found == [], "modules that import each other in a loop: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_circle_check_finds_a_circle():
+    fake = grimp.ImportGraph()
+    for name in ("pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d"):
+        fake.add_module(name)
+    fake.add_import(importer="pkg.a", imported="pkg.b")
+    fake.add_import(importer="pkg.b", imported="pkg.c")
+    fake.add_import(importer="pkg.c", imported="pkg.a")
+    fake.add_import(importer="pkg.c", imported="pkg.d")
+    assert circles(fake, {"pkg.a", "pkg.b", "pkg.c", "pkg.d"}) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+@pytest.mark.parametrize("framework", UI_FRAMEWORKS)
+def test_nothing_below_the_console_imports_its_frameworks(graph, framework):
+    below = {m for m in own_modules(graph) if not m.startswith("console")}
+    offenders = sorted(
+        m for m in below
+        if any(i.split(".")[0] == framework for i in graph.find_modules_directly_imported_by(m))
+    )
+    assert offenders == [], f"{framework} is the console's; imported by {offenders}"
+
+
+def test_a_live_call_runs_without_the_console():
+    code = (
+        "import sys, sessions.live, sessions.live_incidents, voices.backends, voices.backends.turn_bench, sessions.bench\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('console', 'textual', 'typer'))\n"
+        "print(' '.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"loaded: {result.stdout.strip()}"
