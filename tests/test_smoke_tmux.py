@@ -25,15 +25,17 @@ def capture(session: str) -> str:
     return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
 
 
-def wait_for(session: str, text: str, timeout: float = 30.0) -> str:
+def wait_for(session: str, *texts: str, timeout: float = 30.0) -> str:
+    """The first screen that shows every one of `texts` (a screen is painted in pieces:
+    one capture may hold the title and the footer before the panels between them)."""
     deadline = time.monotonic() + timeout
     screen = ""
     while time.monotonic() < deadline:
         screen = capture(session)
-        if text in screen:
+        if all(text in screen for text in texts):
             return screen
         time.sleep(0.2)
-    raise AssertionError(f"{text!r} did not appear within {timeout}s; the screen was:\n{screen}")
+    raise AssertionError(f"{texts!r} did not all appear within {timeout}s; the screen was:\n{screen}")
 
 
 def transcript_text(screen: str) -> str:
@@ -78,16 +80,15 @@ def test_lull_opens_the_rehearse_screen_injects_and_quits(tmp_path, size):
         env=env,
     )
     try:
-        screen = wait_for(session, "silence ladder")
-        assert "transcript" in screen and "timer lane" in screen and "event log" in screen
+        wait_for(session, "silence ladder", "transcript", "timer lane", "event log")
         # every prompt's words, uncut, in the transcript (wrapped lines joined)
         text = wait_for_prompts(session)
         for prompt in PROMPTS:
             assert prompt in text
         for row in capture(session).splitlines():  # nothing drawn past the terminal's edge
             assert len(row) <= width
-        if height >= 48:
-            assert "prompt lane" in screen and "fallback routes" in screen
+        if height >= 48:  # the right-hand column shows its lower panels too
+            wait_for(session, "prompt lane", "fallback routes", timeout=10)
         subprocess.run(["tmux", "send-keys", "-t", session, "F4"], check=True)
         wait_for(session, "RECOVERY")
         subprocess.run(["tmux", "send-keys", "-t", session, "F1"], check=True)
