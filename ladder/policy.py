@@ -8,7 +8,7 @@ episode forever, a stage that offers a route that does not exist.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
@@ -44,6 +44,14 @@ def drop_placeholders(text: str) -> str:
     return " ".join(s for s in sentences(text) if not PLACEHOLDER.search(s))
 
 
+# A prompt is said in one turn of a call: 1,000 characters is about 170 words, a minute
+# of speech at a voice's pace. Longer wording (a pasted document, a runaway template)
+# would keep a call playing for hours, so it is refused where it is written: in a flow
+# file, a ladder policy, a live edit, `lull say`. The longest shipped prompt is 180.
+MAX_PROMPT_CHARS = 1000
+PromptText = Annotated[str, Field(max_length=MAX_PROMPT_CHARS)]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -53,11 +61,11 @@ class Stage(_Frozen):
 
     name: str = Field(min_length=1)
     wait_ms: PositiveFloat  # how long to listen at this stage before advancing
-    prompt: str | None = None  # said on entering the stage; None for a quiet wait
+    prompt: PromptText | None = None  # said on entering the stage; None for a quiet wait
     routes: tuple[str, ...] = ()  # fallback routes this stage may offer
     # route id -> how this stage offers it, when its wording differs from the route's
     # own `offer` ("I can read the code out again" for "repeat" at a confirmation)
-    offers: dict[str, str] = {}
+    offers: dict[str, PromptText] = {}
     interruptible: bool = True
     closes: bool = False  # the safe close: entering it ends the episode
 
@@ -69,7 +77,7 @@ class Route(_Frozen):
     label: str
     available: bool = True
     handoff: bool = False  # a transfer to a person or another channel
-    promises: str = ""  # what taking it may promise the caller
+    promises: PromptText = ""  # what taking it may promise the caller
     # restate: the route is "say the question again" and keeps the episode open
     action: Literal["end_episode", "restate"] = "end_episode"
     goto: str | None = None  # in a flow: the stage taking this route leads to
@@ -78,7 +86,7 @@ class Route(_Frozen):
     # prompt's `{routes}` is composed, when it is spoken, from the offers of the
     # stage's routes that are available then ("we can carry on without it, or I can
     # repeat the question"); with none available the sentence is left out.
-    offer: str = ""
+    offer: PromptText = ""
 
     def named_by(self, text: str) -> bool:
         """Does `text` name this route (its label, its id's words, or a mention)?"""
@@ -199,26 +207,26 @@ class LadderPolicy(_Frozen):
     completion_grace_ms: PositiveFloat = 1_500  # estimate + grace before "missing"
     ms_per_word: PositiveFloat = 380  # prompt duration estimate before PromptSent
     max_wait_records: int = Field(default=32, ge=1)  # W6: bounded pending records
-    acknowledgement: str = "Sure, take your time."
-    filler: str = "One moment while I check that."
-    reprompt: str = "Sorry, I missed that. Could you say it again?"
+    acknowledgement: PromptText = "Sure, take your time."
+    filler: PromptText = "One moment while I check that."
+    reprompt: PromptText = "Sorry, I missed that. Could you say it again?"
     max_reprompts: int = Field(default=2, ge=0)  # no-match reprompts per question
     # a request for a route that is not available: the honest reply, then what is
-    route_unavailable: str = "Sorry, I can't {route} on this call."
-    routes_available: str = "I can {routes}."
-    channel_recovery: str = "I'm having trouble with the line. I'll stay here for a moment."
-    close_failed_input: str = (
+    route_unavailable: PromptText = "Sorry, I can't {route} on this call."
+    routes_available: PromptText = "I can {routes}."
+    channel_recovery: PromptText = "I'm having trouble with the line. I'll stay here for a moment."
+    close_failed_input: PromptText = (
         "I can't hear anything on the line, so I'll end the call here. "
         "Nothing has been changed. Please call back."
     )
-    close_pending: str = (
+    close_pending: PromptText = (
         "I have to end the call now. Your request is still being processed, "
         "so I can't confirm its result yet."
     )
-    close_tool_failed: str = (
+    close_tool_failed: PromptText = (
         "I couldn't complete that just now, so nothing has been changed. Please call back later."
     )
-    close_deadline: str = (
+    close_deadline: PromptText = (
         "I'll end the call here, as we've run out of time. "
         "The reference code hasn't been received, so nothing has been changed."
     )

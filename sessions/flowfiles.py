@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ladder.flow.compile import CompiledFlow, Diagnostic, FlowCompileError, compile_flow
-from ladder.flow.locate import value_positions
+from ladder.flow.locate import duplicate_keys, value_positions
 from ladder.flow.spec import FlowSpec
 
 DEFAULT_FLOW = "reference_code"
@@ -55,7 +55,8 @@ class FlowFileError(ValueError):
 
     def __init__(self, problems: list[FlowProblem]) -> None:
         self.problems = problems
-        super().__init__(problems[0].line() if problems else "invalid flow")
+        # the CLI says "error:" before it: the message does not say it again
+        super().__init__(problems[0].brief() if problems else "invalid flow")
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,23 @@ class FlowProblem:
     path: tuple
     message: str
     severity: str = "error"
-    line_no: int = 1
-    column: int = 1
+    # where in the file; None for a problem with the file itself (missing, a folder)
+    line_no: int | None = 1
+    column: int | None = 1
 
     @property
     def where(self) -> str:
         return Diagnostic(self.path, "").where()
 
+    def brief(self) -> str:
+        """The line without its severity, for a message that already says it is an error."""
+        if self.line_no is None:
+            return f"{self.source}: {self.message}"
+        return f"{self.source}:{self.line_no}:{self.column}: {self.where}: {self.message}"
+
     def line(self) -> str:
+        if self.line_no is None:
+            return f"{self.source}: {self.severity}: {self.message}"
         return f"{self.source}:{self.line_no}:{self.column}: {self.severity}: {self.where}: {self.message}"
 
     def __str__(self) -> str:
@@ -105,15 +115,23 @@ def library_flows() -> list[Path]:
 
 def resolve_flow(ref: str, relative_to: Path | None = None) -> Path:
     """A library name or a path (relative to another file, if given)."""
+
+    def refuse(message: str) -> FlowFileError:
+        return FlowFileError([FlowProblem(ref or '""', (), message, "error", None, None)])
+
+    if not ref.strip():
+        raise refuse("the flow's name is empty; expected a flow file or the name of a flow shipped with Lull "
+                     f"({', '.join(p.stem for p in library_flows())})")
     path = library_flow_path(ref) if "/" not in ref and not ref.endswith(".json") else None
     if path is None:
         path = Path(ref)
         if relative_to is not None and not path.is_absolute():
             path = relative_to.parent / path
+    if path.is_dir():
+        raise refuse("is a folder; expected a flow file (JSON)")
     if not path.exists():
-        raise FlowFileError(
-            [FlowProblem(ref, (), "no flow of that name in the library and no such file")]
-        )
+        raise refuse("no flow of that name in the library and no such file "
+                     f"(shipped flows: {', '.join(p.stem for p in library_flows())})")
     return path
 
 
@@ -130,6 +148,13 @@ def check_text(text: str, source: str) -> FlowReport:
         return FlowReport(
             source, None, [FlowProblem(source, (), f"invalid JSON: {exc.msg}", "error", exc.lineno, exc.colno)]
         )
+    duplicates = duplicate_keys(text)
+    if duplicates:
+        return FlowReport(source, None, [
+            FlowProblem(source, path, f"the key {path[-1]!r} is written twice in this object; JSON keeps only "
+                        "the last one, so the first would be lost: keep one", "error", line, col)
+            for path, (line, col) in duplicates
+        ])
     return check_data(data, source, text)
 
 
@@ -168,7 +193,7 @@ def check_file(path: Path) -> FlowReport:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return FlowReport(source, None, [FlowProblem(source, (), f"cannot read: {exc.strerror or exc}")])
+        return FlowReport(source, None, [FlowProblem(source, (), f"cannot read: {exc.strerror or exc}", "error", None, None)])
     text = decode_flow_bytes(raw, source)
     if isinstance(text, FlowProblem):
         return FlowReport(source, None, [text])

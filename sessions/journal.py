@@ -92,6 +92,8 @@ class SkippedLine:
     text_preview: str
     record_type: str | None = None
     position: int = 0
+    # an exact copy of the line before it: nothing of the call is lost with it
+    harmless: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,15 @@ class SeqGap:
         after = _after(self.expected - 1)
         noun = "record" if self.missing == 1 else "records"
         return f"line {self.line_no} seq {self.found} after {after}: gap ({self.missing} {noun} missing)"
+
+
+def document_hash(document: Any) -> str:
+    """A short, stable name for a flow document's content (the header's `flow_hash`):
+    the same flow gives the same hash whatever its key order or whitespace."""
+    import hashlib
+
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def _default_wall_clock() -> datetime:
@@ -502,10 +513,26 @@ def iter_records(
 
         expected_seq = 0
         last_t_ms: float | None = None
+        # The last record read is held back one line: a record whose t_ms is far ahead of
+        # the records on both sides of it (a damaged number, 1e18) is the bad line, not
+        # every record after it, and only the next line can tell.
+        held: tuple[int, dict[str, Any], bytes] | None = None
+        before_held_t: float | None = None  # t_ms of the record loaded before the held one
+
+        def skip(line_no: int, reason: str, text: bytes, record: Any, harmless: bool = False) -> None:
+            kind = record.get("type") if isinstance(record, dict) else None
+            scan.skipped.append(SkippedLine(
+                line_no, reason, _preview(text.decode("utf-8", errors="replace")),
+                kind if kind in RECORD_TYPES else None, scan.loaded + (held is not None), harmless,
+            ))
+
         for line_no, raw in enumerate(f, start=2):
             text = raw.rstrip(b"\r\n")
             reason: str | None
             record: Any = None
+            if held is not None and text == held[2]:
+                skip(line_no, f"an exact copy of line {held[0]}", text, None, harmless=True)
+                continue
             if not text.strip():
                 reason = "blank line"
             else:
@@ -522,6 +549,17 @@ def iter_records(
                         reason = "not valid UTF-8"
                 else:
                     reason = _record_problem(record, expected_seq, last_t_ms)
+                    if (
+                        reason is not None and reason.endswith("time went backwards") and held is not None
+                        and (before_held_t is None or record["t_ms"] >= before_held_t)
+                    ):
+                        # this line agrees with the one before the held record: the held one is wrong
+                        held_line, held_record, held_text = held
+                        held = None
+                        skip(held_line, f"t_ms {held_record['t_ms']} is ahead of the records before and after it "
+                             f"({before_held_t} and {record['t_ms']}): a damaged time", held_text, held_record)
+                        last_t_ms = before_held_t
+                        reason = _record_problem(record, expected_seq, last_t_ms)
                     if reason is None and check is not None:
                         reason = check(record)
                         if reason is not None:
@@ -530,21 +568,28 @@ def iter_records(
                             expected_seq = record["seq"] + 1
                             last_t_ms = record["t_ms"]
             if reason is not None:
-                preview = _preview(text.decode("utf-8", errors="replace"))
-                kind = record.get("type") if isinstance(record, dict) else None
-                scan.skipped.append(
-                    SkippedLine(line_no, reason, preview, kind if kind in RECORD_TYPES else None, scan.loaded)
-                )
+                skip(line_no, reason, text, record)
                 continue
             seq = record["seq"]
             if seq > expected_seq:
-                scan.gaps.append(SeqGap(line_no, expected_seq, seq, scan.loaded))
+                scan.gaps.append(SeqGap(line_no, expected_seq, seq, scan.loaded + (held is not None)))
             expected_seq = seq + 1
+            if held is not None:
+                before_held_t = held[1]["t_ms"]
+                yield from _loaded(scan, held[1])
+            elif scan.loaded == 0:
+                before_held_t = None
+            held = (line_no, record, text)
             last_t_ms = record["t_ms"]
-            if "clock_behind_ms" in record:
-                scan.clock_behind.append((seq, record["clock_behind_ms"]))
-            scan.loaded += 1
-            yield record
+        if held is not None:
+            yield from _loaded(scan, held[1])
+
+
+def _loaded(scan: JournalScan, record: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    if "clock_behind_ms" in record:
+        scan.clock_behind.append((record["seq"], record["clock_behind_ms"]))
+    scan.loaded += 1
+    yield record
 
 
 def read_journal(path: Path, *, check: RecordCheck | None = None) -> Journal:

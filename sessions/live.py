@@ -30,7 +30,7 @@ from ladder import (
 )
 from ladder.flow.compile import CompiledFlow
 from ladder.flow.runtime import FlowRuntime
-from sessions.journal import JournalWriter
+from sessions.journal import JournalWriter, document_hash
 from sessions.virtual import flatten
 
 
@@ -132,10 +132,10 @@ class LiveSession:
             header = {
                 "source": "live",
                 "flow": self.flow.spec.name,
-                "flow_hash": None,
                 "ladder_policy": self.flow.ladder.model_dump(mode="json"),
                 # the whole flow, so the session replays without the file (S2)
-                "flow_document": self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                "flow_document": (document := self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)),
+                "flow_hash": document_hash(document),
                 **self._header,
             }
             self._journal = JournalWriter.create(self._journal_dir, header)

@@ -13,12 +13,19 @@ not is skipped and reported with its line number and field, like a corrupt line.
 
 Replay goes step by step (an input and the decisions recorded after it). Damage is
 placed among the steps: a skipped decision leaves its step unverified while replay
-goes on (the core's state depends on inputs alone); a skipped input, or a line of
-unknown kind, stops the replay there, since everything after it would be compared
-against a core that missed an input. The last step replayed may be cut short (the
-process was killed between writing an input and its decisions): when what was
-recorded is a prefix of what the core decides, that step is reported as incomplete,
-not as drift.
+goes on (the core's state depends on inputs alone). A skipped input, a line that
+cannot be read, or records missing may have taken an input with them: replay goes on
+past them, since the records after still often make sense, and compares; where the
+core then decides otherwise than the recording, that may be the lost input's doing,
+so nothing from there is judged. An exact copy of the line before it loses nothing
+and is only reported. The last step may be cut short (the process was killed between
+writing an input and its decisions): when what was recorded is a prefix of what the
+core decides, that step is reported as cut short, not as drift.
+
+Verdicts: CLEAN (every record compared and the same), DRIFT (a difference with
+nothing lost before it), INCOMPLETE (no difference seen, but part of the journal was
+not compared: it says what was and was not). A journal cut short by a kill is CLEAN:
+every record it holds was compared.
 """
 
 from __future__ import annotations
@@ -191,7 +198,10 @@ class Step:
 
     input: dict | None  # None: decisions recorded before the first input
     decisions: list[dict] = field(default_factory=list)
-    damaged: SkippedLine | None = None  # a decision line of this step was skipped
+    damaged: SkippedLine | SeqGap | None = None  # a decision line of this step was lost
+    # replay going on past damage: this step holds what follows damage that may have been
+    # an input (its decisions, if it was one)
+    lost_before: SkippedLine | SeqGap | None = None
 
     @property
     def seq(self) -> int | None:
@@ -219,15 +229,20 @@ def _damage_text(damage: SkippedLine | SeqGap) -> str:
     return f"{damage.missing} missing record{'' if damage.missing == 1 else 's'} before line {damage.line_no}"
 
 
-def session_steps(journal: Journal) -> Steps:
-    """The journal's records grouped into steps, up to the first damage that breaks the chain."""
+def session_steps(journal: Journal, go_on: bool = False) -> Steps:
+    """The journal's records grouped into steps, up to the first damage that breaks the
+    chain; with `go_on`, past it, the steps after marked `lost_before`."""
     damage: dict[int, list[SkippedLine | SeqGap]] = {}
+    records = journal.records
     for skip in journal.skipped:
+        if skip.harmless:
+            continue  # a copy of the line before: nothing lost
+        if go_on and skip.reason == "truncated final line" and skip.position == len(records):
+            continue  # the tail of a killed write: the cut-short step below says it
         damage.setdefault(skip.position, []).append(skip)
     for gap in journal.gaps:
         damage.setdefault(gap.position, []).append(gap)
     steps: list[Step] = []
-    records = journal.records
     for index in range(len(records) + 1):
         here = damage.get(index, ())
         skipped_here = sum(isinstance(d, SkippedLine) for d in here)
@@ -239,7 +254,12 @@ def session_steps(journal: Journal) -> Steps:
             if isinstance(item, SeqGap) and item.missing <= skipped_here:
                 continue  # the lines skipped just before account for the missing seqs
             whole = isinstance(item, SkippedLine) and item.record_type == "input"
-            return Steps(steps, _damage_text(item), len(records) - index, last_may_be_cut=not whole)
+            if not go_on:
+                return Steps(steps, _damage_text(item), len(records) - index, last_may_be_cut=not whole)
+            if not whole and steps and steps[-1].damaged is None:
+                steps[-1].damaged = item  # what was lost may have been one of its decisions
+            # the decisions that follow may be the lost input's: kept apart, not compared
+            steps.append(Step(None, damaged=item, lost_before=item))
         if index == len(records):
             break
         record = records[index]
@@ -301,7 +321,7 @@ def feed(core, record: dict, path: Path) -> list[Effect]:
 @dataclass
 class Replay:
     path: Path
-    verdict: str  # CLEAN or DRIFT
+    verdict: str  # CLEAN, DRIFT or INCOMPLETE
     inputs: int
     decisions: int
     first_difference: dict | None  # {"seq", "t_ms", "expected", "got", "step_seq"}
@@ -309,10 +329,18 @@ class Replay:
     incomplete: str | None = None  # the last step was cut short: what was not compared
     stopped: str | None = None  # replay stopped before the journal's end: where and why
     unverified: list[str] = field(default_factory=list)  # steps not compared (a decision was lost)
+    lost_inputs: list[str] = field(default_factory=list)  # damage that may have taken an input
+    not_judged: str | None = None  # after such damage the core decided otherwise: from where
 
     def describe(self) -> str:
         if self.verdict == "CLEAN":
             text = f"{self.path}: CLEAN ({self.inputs} inputs, {self.decisions} decisions replayed identically)"
+        elif self.verdict == "INCOMPLETE":
+            gone = [t for t in self.lost_inputs if t not in " ".join(self.unverified)]
+            text = (f"{self.path}: INCOMPLETE: {self.inputs} inputs and {self.decisions} decisions compared and "
+                    f"the same, but not all of the journal; not compared: " + "; ".join(self.unverified + gone or ["-"]))
+            notes = [n for n in (self.not_judged, self.stopped, self.incomplete) if n]
+            return text + "".join(f"; {n}" for n in notes)
         else:
             d = self.first_difference or {}
             got = json.dumps(d.get("got"), sort_keys=True)[:200]
@@ -327,7 +355,7 @@ class Replay:
                     f"recorded {json.dumps(d.get('expected'), sort_keys=True)[:200]} "
                     f"but the core now decides {got}"
                 )
-        notes = [n for n in (self.stopped, self.incomplete) if n]
+        notes = [n for n in (self.not_judged, self.stopped, self.incomplete) if n]
         if self.unverified:
             more = f" and {len(self.unverified) - 3} more" if len(self.unverified) > 3 else ""
             notes.append(f"{len(self.unverified)} step(s) not compared: " + "; ".join(self.unverified[:3]) + more)
@@ -338,48 +366,83 @@ def replay(path: Path, flow_override=None) -> Replay:
     journal = read_session(path)
     core = build_core(journal, flow_override)
     redact = getattr(core, "redact", lambda r: r)
-    grouped = session_steps(journal)
+    grouped = session_steps(journal, go_on=True)
     inputs = decisions = 0
     first: dict | None = None
     incomplete: str | None = None
     unverified: list[str] = []
+    lost_inputs: list[str] = []
+    not_judged: str | None = None
+    uncertain: SkippedLine | SeqGap | None = None  # damage before here that may have been an input
 
     for index, step in enumerate(grouped.steps):
+        if step.lost_before is not None:
+            lost_inputs.append(_damage_text(step.lost_before))
+            uncertain = uncertain or step.lost_before
         produced: list[dict] = []
         if step.input is not None:
             inputs += 1
             produced = [redact(e.to_dict()) for e in feed(core, step.input, journal.path)]
+        if step.lost_before is not None:
+            if step.decisions:
+                unverified.append(f"the {len(step.decisions)} decision(s) after {_damage_text(step.damaged)}, "
+                                  "which may be its own")
+            elif not any(_damage_text(step.damaged) in u for u in unverified):
+                unverified.append(_damage_text(step.damaged))
+            continue
         if step.damaged is not None:
             unverified.append(f"the step at seq {step.seq} lost {_damage_text(step.damaged)}")
             continue
         recorded = [_clean(r) for r in step.decisions]
+        differs: dict | None = None
+        same = 0
         for record, expected, got in zip(step.decisions, recorded, produced, strict=False):
-            decisions += 1
-            if first is None and expected != got:
-                first = {"seq": record["seq"], "t_ms": record["t_ms"], "expected": expected, "got": got, "step_seq": step.seq}
+            if expected != got:
+                differs = {"seq": record["seq"], "t_ms": record["t_ms"], "expected": expected, "got": got, "step_seq": step.seq}
+                break
+            same += 1
         last = index == len(grouped.steps) - 1
-        if first is None and len(recorded) < len(produced) and last and grouped.last_may_be_cut:
+        if differs is None and len(recorded) < len(produced) and last and grouped.last_may_be_cut:
             # killed between writing the input and (all of) its decisions: not drift
             incomplete = (
                 f"the journal ends inside the step at seq {step.seq} "
                 f"({step.input['kind'] if step.input else 'decisions'} at {step.t_ms} ms): "
                 f"{len(recorded)} of its {len(produced)} decisions recorded, the rest not compared"
             )
-        elif first is None and len(recorded) != len(produced):
+        elif differs is None and len(recorded) != len(produced):
             extra = step.decisions[len(produced)] if len(recorded) > len(produced) else None
-            first = {
+            differs = {
                 "seq": extra["seq"] if extra else None,
                 "t_ms": extra["t_ms"] if extra else step.t_ms,
                 "expected": recorded[len(produced)] if extra else None,
                 "got": produced[len(recorded)] if len(produced) > len(recorded) else None,
                 "step_seq": step.seq,
             }
+        if differs is not None and first is None and uncertain is not None:
+            # the core missed what was lost, perhaps an input: no verdict from here on
+            decisions += same
+            rest = sum(1 + len(s.decisions) for s in grouped.steps[index:]) - same
+            not_judged = (
+                f"from the step at seq {step.seq} ({step.t_ms} ms) on the core decides otherwise than the "
+                f"recording, after {_damage_text(uncertain)}, which may have been an input: the {rest} "
+                "record(s) from there are not judged"
+            )
+            break
+        decisions += min(len(recorded), len(produced)) if differs is None else same
+        if first is None and differs is not None:
+            first = differs
     stopped = None
     if grouped.stopped and grouped.unused:  # at the very end, the reader's report says it
         stopped = f"replay stopped at {grouped.stopped}: the {grouped.unused} record(s) after it were not replayed"
+    if first is not None:
+        verdict = "DRIFT"
+    elif unverified or lost_inputs or not_judged or stopped:
+        verdict = "INCOMPLETE"
+    else:
+        verdict = "CLEAN"
     return Replay(
         Path(path),
-        "CLEAN" if first is None else "DRIFT",
+        verdict,
         inputs,
         decisions,
         first,
@@ -387,6 +450,8 @@ def replay(path: Path, flow_override=None) -> Replay:
         incomplete,
         stopped,
         unverified,
+        lost_inputs,
+        not_judged,
     )
 
 

@@ -23,6 +23,7 @@ from ladder.flow.text import LexicalMatcher
 from ladder.events import SetFact
 
 from .flowfiles import FlowFileError, load_flow
+from .journal import document_hash
 from .virtual import Playback, ToolPlan, VirtualCall, matches
 
 SCENARIO_SCHEMA = 1
@@ -343,8 +344,8 @@ def run_scenario(scenario: Scenario, source: Path | None = None, record_to: Path
             "scenario": scenario.name,
             "flow": flow.spec.name,
             "ladder_policy": flow.ladder.model_dump(mode="json"),
-            "flow_document": flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True),
-            "flow_hash": None,
+            "flow_document": (document := flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)),
+            "flow_hash": document_hash(document),
             "models": {},
             "devices": {"output": "simulated endpoint", "clock": "virtual"},
         }

@@ -160,7 +160,7 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("damage", BAD_INPUTS, ids=list(BAD_INPUTS))
-def test_a_bad_input_line_is_skipped_by_line_and_field_and_replay_stops_there(tmp_path, damage):
+def test_a_bad_input_line_is_skipped_by_line_and_field_and_replay_goes_on_past_it(tmp_path, damage):
     from sessions.replay import read_session
 
     folder, header, lines = recorded_lines(tmp_path)
@@ -180,9 +180,10 @@ def test_a_bad_input_line_is_skipped_by_line_and_field_and_replay_stops_there(tm
     assert len(journal.records) == len(lines) - 1  # the rest of the journal loads
     assert f"line {line_no} {reason}" in journal.report()
     result = replay(folder)  # no traceback
-    assert result.verdict == "CLEAN", result.describe()
-    assert f"replay stopped at a skipped input at line {line_no} ({reason})" in result.describe()
-    assert f"the {len(lines) - 1 - index} record(s) after it were not replayed" in result.describe()
+    # the core missed an input: never CLEAN, and a difference after it is not called drift
+    assert result.verdict == "INCOMPLETE", result.describe()
+    assert f"a skipped input at line {line_no} ({reason})" in result.describe()
+    assert result.stopped is None and result.inputs == sum('"type":"input"' in line for line in lines) - 1
 
 
 def test_a_bad_decision_leaves_its_step_unverified_and_replay_goes_on(tmp_path):
@@ -193,8 +194,9 @@ def test_a_bad_decision_leaves_its_step_unverified_and_replay_goes_on(tmp_path):
     lines[index] = json.dumps(record)
     write_lines(folder, header, lines)
     result = replay(folder)
-    assert result.verdict == "CLEAN", result.describe()
+    assert result.verdict == "INCOMPLETE", result.describe()  # one step could not be compared
     assert result.stopped is None and result.inputs == sum('"type":"input"' in line for line in lines)
+    assert result.not_judged is None  # every other step was compared
     assert len(result.unverified) == 1 and f"line {index + 2} (field 'token' is \"two\"; expected an integer)" in result.unverified[0]
 
 
@@ -240,3 +242,69 @@ def test_every_cut_of_a_recording_replays_clean_and_exports_fixtures_that_pass(t
             scenario = export_scenario(cut, "cut")
             outcome = run_scenario(Scenario.model_validate(scenario), tmp_path / "cut.json")
             assert outcome.passed, (kept, outcome.failures)
+
+
+# -- damaged journals keep their verdict honest ------------------------------------------------
+
+
+def lull_replay(folder):
+    import shutil
+    import subprocess
+    import sys
+
+    lull = shutil.which("lull", path=str(Path(sys.executable).parent)) or "lull"
+    return subprocess.run([lull, "sessions", "replay", str(folder)], capture_output=True, text=True, timeout=120)
+
+
+def test_an_unreadable_line_mid_journal_is_replayed_past_and_the_verdict_is_incomplete(tmp_path):
+    folder, header, lines = recorded_lines(tmp_path)
+    middle = len(lines) // 2
+    write_lines(folder, header, lines[:middle] + ["}{ not json"] + lines[middle:])
+    result = replay(folder)
+    assert result.verdict == "INCOMPLETE", result.describe()
+    assert result.stopped is None and result.not_judged is None
+    assert result.inputs == sum('"type":"input"' in line for line in lines)  # all of them, past the line
+    assert f"line {middle + 2} (invalid JSON at column 1)" in result.describe()
+    ran = lull_replay(folder)
+    assert ran.returncode == 3 and ran.stdout.startswith("INCOMPLETE"), ran.stdout + ran.stderr
+
+
+def test_one_record_with_a_damaged_time_costs_that_record_only(tmp_path):
+    from sessions.replay import read_session
+
+    folder, header, lines = recorded_lines(tmp_path)
+    middle = len(lines) // 2
+    record = json.loads(lines[middle])
+    record["t_ms"] = 1e18
+    write_lines(folder, header, lines[:middle] + [json.dumps(record)] + lines[middle + 1 :])
+    journal = read_session(folder)
+    [skipped] = journal.skipped
+    assert skipped.line_no == middle + 2 and "ahead of the records before and after it" in skipped.reason
+    assert len(journal.records) == len(lines) - 1
+    result = replay(folder)
+    assert result.verdict == "INCOMPLETE", result.describe()
+    assert result.inputs >= sum('"type":"input"' in line for line in lines) - 1
+
+
+@pytest.mark.parametrize("kind", ["input", "decision"])
+def test_an_exact_copy_of_a_line_loses_nothing_and_replays_clean(tmp_path, kind):
+    folder, header, lines = recorded_lines(tmp_path)
+    index = next(i for i in range(len(lines) // 2, len(lines)) if f'"type":"{kind}"' in lines[i])
+    write_lines(folder, header, lines[: index + 1] + [lines[index]] + lines[index + 1 :])
+    result = replay(folder)
+    assert result.verdict == "CLEAN", result.describe()
+    assert result.inputs == sum('"type":"input"' in line for line in lines)
+    assert f"line {index + 3} an exact copy of line {index + 2}" in result.report
+    assert lull_replay(folder).returncode == 0
+
+
+def test_after_a_lost_input_a_different_decision_is_not_called_drift(tmp_path):
+    folder, header, lines = recorded_lines(tmp_path)
+    # the caller's first words: without them the core decides otherwise from there on
+    index = next(i for i, line in enumerate(lines) if '"type":"input"' in line and '"kind":"caller_utterance"' in line)
+    write_lines(folder, header, lines[:index] + ["garbage"] + lines[index + 1 :])
+    result = replay(folder)
+    assert result.verdict == "INCOMPLETE", result.describe()
+    assert result.first_difference is None
+    assert result.not_judged is not None and "which may have been an input" in result.not_judged
+    assert f"line {index + 2}" in result.not_judged

@@ -10,7 +10,18 @@ from sessions.flowfiles import DEFAULT_FLOW
 
 # importing the modules registers their commands, in the order --help lists them
 from . import rehearse, flows, incidents, sessions, bench, edges  # noqa: F401, I001  # isort: skip
-from ._app import app
+from ._app import app, reflow_help
+
+
+def _reflow_all_help(typer_app) -> None:
+    for command in typer_app.registered_commands:
+        if command.callback is not None:
+            command.callback.__doc__ = reflow_help(command.callback.__doc__)
+    for group in typer_app.registered_groups:
+        _reflow_all_help(group.typer_instance)
+
+
+_reflow_all_help(app)
 
 
 @app.callback(invoke_without_command=True)

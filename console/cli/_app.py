@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections import Counter
@@ -22,6 +23,25 @@ app = typer.Typer(
 # piped output keeps whole rows: tables are for reading and for grep
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def reflow_help(doc: str | None) -> str | None:
+    """A command's docstring as --help should print it at any width: prose paragraphs
+    joined into one line each (the terminal wraps them), example blocks (indented lines,
+    or a line ending in ":" and the indented lines under it) kept line by line, indented.
+    Typer keeps a docstring's line breaks as they are, so at 80 columns each source line
+    wrapped on its own ("...its last whole" / "step and says...")."""
+    if not doc:
+        return doc
+    out = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines = paragraph.splitlines()
+        body = lines[1:] if lines and lines[0].rstrip().endswith(":") else lines
+        if body and all(line.startswith(" ") for line in body):
+            out.append("\n".join(line.rstrip() for line in lines))
+        else:
+            out.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
 
 
 def fail(message: str, code: int = 2) -> None:

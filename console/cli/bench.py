@@ -17,7 +17,7 @@ app.add_typer(bench_app, name="bench")
 
 @bench_app.command("turn")
 def bench_turn(
-    turns: Annotated[int, typer.Option("--turns", help="Caller turns to run (1-8).")] = 8,
+    turns: Annotated[int, typer.Option("--turns", min=1, max=8, help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
 ) -> None:
@@ -171,7 +171,7 @@ def bench_stt(
 
 @bench_app.command("replay")
 def bench_replay(
-    sessions: Annotated[int, typer.Option("--sessions", help="How many synthetic sessions to report over.")] = 10_000,
+    sessions: Annotated[int, typer.Option("--sessions", min=1, help="How many synthetic sessions to report over.")] = 10_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Replay and paired replay speed, the core's cost per event, a report over many sessions.

@@ -20,14 +20,24 @@ def say(
 ) -> None:
     """Speak TEXT with the on-device voice (piper), or write it to a WAV file.
 
+    TEXT is one prompt: at most 1,000 characters. With --out nothing is played, and a
+    file that exists already is never overwritten.
+
     Examples:
       lull say "What is your reference code?"
       lull say "Sure, take your time." --out ack.wav
     """
     import time
 
+    from ladder.policy import MAX_PROMPT_CHARS
     from voices.tts import PiperVoice, VoiceError
 
+    # the text first, then the file: neither costs loading the voice
+    if not text.strip():
+        fail('TEXT is empty; give the words to say, e.g. lull say "What is your reference code?"')
+    if len(text) > MAX_PROMPT_CHARS:
+        fail(f"TEXT is {len(text):,} characters; a prompt holds at most {MAX_PROMPT_CHARS:,} "
+             "(about a minute of speech): split it into shorter prompts")
     if out_path is not None:
         check_new_file("--out", out_path)  # before the voice loads: a bad path costs nothing
     try:
@@ -37,6 +47,8 @@ def say(
     started = time.monotonic()
     audio = piper.synthesize_all(text)
     seconds = len(audio) / piper.sample_rate
+    if not len(audio):
+        fail(f"TEXT {text!r} has nothing the voice can say (no words); nothing was written or played")
     if out_path is not None:
         import io
 

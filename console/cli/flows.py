@@ -99,6 +99,9 @@ def simulate(
 ) -> None:
     """Play scenarios through their flows on a virtual clock; exit 1 if any fails.
 
+    A scenario is a caller's script (what they say, when they stay silent) and what
+    the call must and must not do; it needs no models and runs in milliseconds.
+
     Examples:
       lull simulate tests/scenarios/default_hold_then_answer.json
       lull simulate tests/scenarios/*.json --json

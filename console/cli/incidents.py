@@ -96,6 +96,9 @@ def run_incidents(
 ) -> None:
     """Run incidents on a virtual clock; exit 1 if any fails.
 
+    NAMES are incidents of the library (lull incidents list) or incident files; with
+    none, the whole library runs. Each verdict lists what was expected and prohibited.
+
     Examples:
       lull incidents run
       lull incidents run seven_waits duplicate_timeout

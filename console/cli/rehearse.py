@@ -80,8 +80,8 @@ def rehearse(
     Examples:
       lull rehearse
       lull rehearse my_flow.json --journal takes/1
-      lull rehearse --backend file --caller caller.wav --headless --journal takes/2
-      printf 'give me a moment\n4 8 2 1\nyes\n' | lull rehearse --backend text --headless
+      lull rehearse --backend file --caller caller.wav --headless --journal t2
+      printf 'hold on\\n4821\\nyes\\n' | lull rehearse --backend text --headless
     """
     import asyncio
 
@@ -92,8 +92,8 @@ def rehearse(
         fail(f"--backend {backend}: expected audio, file or text")
     if backend == "file" and caller is None:
         fail("--backend file needs --caller caller.wav (the caller's audio)")
-    if caller is not None and not caller.is_file():
-        fail(f"--caller {caller}: no such file")
+    if caller is not None:
+        _check_caller_recording(caller)  # before any model loads, as --journal is checked
     if journal is not None:
         check_journal_folder(journal)
     if not headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -168,6 +168,20 @@ def rehearse(
         print_text(f"caller's wait over {len(gaps)} answered turns: median {statistics.median(gaps) / 1000:.2f} s, "
                    f"longest {max(gaps) / 1000:.2f} s")
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
+
+
+def _check_caller_recording(caller: Path) -> None:
+    if not caller.is_file():
+        fail(f"--caller {caller}: " + ("is a folder" if caller.is_dir() else "no such file") + "; expected a WAV recording of the caller")
+    import soundfile
+
+    try:
+        info = soundfile.info(str(caller))
+    except (RuntimeError, OSError) as exc:  # soundfile's LibsndfileError is a RuntimeError
+        reason = str(exc).split(": ")[-1].strip() or type(exc).__name__
+        fail(f"--caller {caller}: not an audio file Lull can read ({reason}); expected a WAV recording of the caller")
+    if info.frames == 0:
+        fail(f"--caller {caller}: the recording is empty (0 samples); expected a WAV recording of the caller")
 
 
 def _choose_backend(backend: str, input_device: str | None, output_device: str | None) -> tuple[str, str]:

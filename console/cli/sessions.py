@@ -85,14 +85,44 @@ def sessions_show(session: Annotated[Path, typer.Argument(help="A session folder
         journal = read_session(session)
     except JournalError as exc:
         fail(str(exc))
-    header = {k: v for k, v in journal.header.items() if k not in ("ladder_policy", "flow_document")}
-    print_text(json.dumps(header, indent=2, ensure_ascii=False))
+    for label, value in header_lines(journal.header):
+        print_text((f"{label:<9}", "bold"), " ", value)
     print_text(journal.report())
     for record in journal.records:
         if record["type"] == "decision":
             text = describe(record)
             if text:
                 print_text(f"[{seconds(record['t_ms']):>7}] {text}")
+
+
+def header_lines(header: dict) -> list[tuple[str, str]]:
+    """A journal header as a person reads it: what was recorded, when, from what."""
+
+    def flat(value: object) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{k} {flat(v)}" for k, v in value.items()) or "none recorded"
+        if isinstance(value, list | tuple):
+            return ", ".join(map(flat, value)) or "none"
+        return "-" if value is None else str(value)
+
+    created = str(header.get("created", "?")).replace("T", " ")
+    created = created.split(".")[0] + (" UTC" if created.endswith("+00:00") else "")
+    source = str(header.get("source", "?"))
+    named = header.get(source) if isinstance(header.get(source), str) else None  # "incident": its name
+    lines = [
+        ("recorded", f"{created} (journal schema {header.get('schema', '?')})"),
+        ("source", f"{source} {named}" if named else source),
+    ]
+    if header.get("flow"):
+        digest = header.get("flow_hash")
+        lines.append(("flow", f"{header['flow']}" + (f" ({digest})" if digest else " (no hash recorded)")))
+    elif "ladder_policy" in header:
+        lines.append(("flow", "none: the ladder policy alone, recorded in the header"))
+    shown = {"type", "schema", "created", "source", source, "flow", "flow_hash", "ladder_policy", "flow_document"}
+    for key, value in header.items():
+        if key not in shown:
+            lines.append((key.replace("_", " "), flat(value)))
+    return lines
 
 
 @sessions_app.command("replay")
@@ -104,8 +134,11 @@ def sessions_replay(
     """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
 
     A journal cut short (the process was killed) replays CLEAN up to its last whole
-    step and says what was not compared; skipped lines are listed by line and field.
-    Exit status: 1 if any session drifted, 2 if any could not be replayed.
+    step and says what was not compared. A damaged one (a line that cannot be read, a
+    record missing or out of place) is replayed past the damage, and is INCOMPLETE
+    if nothing differs but some of it could not be compared; skipped lines are listed
+    by line and field. Exit status: 0 CLEAN, 1 if any session drifted, 2 if any could
+    not be replayed, 3 if any was INCOMPLETE.
 
     With --flow or --policy, a paired replay: the same inputs under another policy, with
     what each decided per episode.
@@ -129,7 +162,7 @@ def sessions_replay(
         fail(str(exc))
     except (OSError, ValueError) as exc:
         fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
-    drift = broken = False
+    drift = broken = incomplete = False
     for path in sessions:
         try:
             if other_flow is not None or other_policy is not None:
@@ -147,15 +180,18 @@ def sessions_replay(
             print_text(("error:", "bold red"), f" {exc}", console=err)
             broken = True
             continue
-        style = "green" if result.verdict == "CLEAN" else "bold red"
+        style = {"CLEAN": "green", "INCOMPLETE": "bold yellow"}.get(result.verdict, "bold red")
         print_text((result.verdict, style), " ", result.describe())
         if not result.report.endswith("; no lines skipped"):  # skipped lines, gaps, held times
             print_text(f"  {result.report}")
         drift |= result.verdict == "DRIFT"
+        incomplete |= result.verdict == "INCOMPLETE"
     if broken:
         raise typer.Exit(2)
     if drift:
         raise typer.Exit(1)
+    if incomplete:
+        raise typer.Exit(3)  # no difference seen, but not all of a journal was compared
 
 
 @sessions_app.command("step")
@@ -238,6 +274,9 @@ def sessions_report(
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV: metric,count,denominator,of.")] = False,
 ) -> None:
     """Counts with their denominators over one session or many (read on every core).
+
+    Each count says what it is out of (prompts requested, episodes eligible), so a
+    rate is never shown without the number it is a rate of.
 
     Examples:
       lull sessions report takes/

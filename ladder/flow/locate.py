@@ -17,7 +17,22 @@ _WS = " \t\n\r"
 def value_positions(text: str) -> dict[Path, tuple[int, int]]:
     """Map each JSON path to (line, column). The text must be valid JSON."""
     positions: dict[Path, int] = {}
-    _value(text, _skip(text, 0), (), positions)
+    _value(text, _skip(text, 0), (), positions, [])
+    line_col = _line_col(text)
+    return {path: line_col(offset) for path, offset in positions.items()}
+
+
+def duplicate_keys(text: str) -> list[tuple[Path, tuple[int, int]]]:
+    """Each key written a second time in the same object, with the position of that
+    second key: JSON readers keep only the last value, so the first is silently lost
+    (a designer's copy-paste slip). The text must be valid JSON."""
+    duplicates: list[tuple[Path, int]] = []
+    _value(text, _skip(text, 0), (), {}, duplicates)
+    line_col = _line_col(text)
+    return [(path, line_col(offset)) for path, offset in duplicates]
+
+
+def _line_col(text: str):
     line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
 
     def line_col(offset: int) -> tuple[int, int]:
@@ -30,7 +45,7 @@ def value_positions(text: str) -> dict[Path, tuple[int, int]]:
                 hi = mid - 1
         return lo + 1, offset - line_starts[lo] + 1
 
-    return {path: line_col(offset) for path, offset in positions.items()}
+    return line_col
 
 
 def locate(text: str, path: Path) -> tuple[int, int]:
@@ -48,18 +63,23 @@ def _skip(text: str, i: int) -> int:
     return i
 
 
-def _value(text: str, i: int, path: Path, out: dict[Path, int]) -> int:
+def _value(text: str, i: int, path: Path, out: dict[Path, int], duplicates: list[tuple[Path, int]]) -> int:
     out[path] = i
     ch = text[i]
     if ch == "{":
         i = _skip(text, i + 1)
         if text[i] == "}":
             return i + 1
+        keys: set[str] = set()
         while True:
+            start = i
             key, i = _DECODER.raw_decode(text, i)
+            if key in keys:
+                duplicates.append(((*path, key), start))
+            keys.add(key)
             i = _skip(text, i)
             i = _skip(text, i + 1)  # the colon
-            i = _skip(text, _value(text, i, (*path, key), out))
+            i = _skip(text, _value(text, i, (*path, key), out, duplicates))
             if text[i] == "}":
                 return i + 1
             i = _skip(text, i + 1)  # the comma
@@ -69,7 +89,7 @@ def _value(text: str, i: int, path: Path, out: dict[Path, int]) -> int:
             return i + 1
         index = 0
         while True:
-            i = _skip(text, _value(text, i, (*path, index), out))
+            i = _skip(text, _value(text, i, (*path, index), out, duplicates))
             index += 1
             if text[i] == "]":
                 return i + 1

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
 
-from ..policy import Route
+from ..policy import PromptText, Route
 from .guards import Guard
 
 FLOW_SCHEMA = 1
@@ -33,7 +33,7 @@ class Timing(_Spec):
     """Per-stage voice pacing (G1). Unset fields leave the session's behaviour alone."""
 
     reprompt_after_ms: Number | None = Field(default=None, gt=0)
-    reprompt: str | None = None
+    reprompt: PromptText | None = None
     filler_after_ms: Number | None = Field(default=None, gt=0)
     interruptible: Bool | None = None
     end_of_speech_ms: Number | None = Field(default=None, gt=0)
@@ -95,14 +95,14 @@ class Slot(_Spec):
 
 class StageSpec(_Spec):
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_\-]*$")
-    say: str | None = None  # what the agent says when the stage becomes active
+    say: PromptText | None = None  # what the agent says when the stage becomes active
     collect: tuple[str, ...] = ()
     allow: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     next: str | None = None
     terminal: Bool = False
     timing: Timing | None = None
-    verbatim: str | None = None
+    verbatim: PromptText | None = None
     commit: Commit | None = None
     call: Call | None = None
     complete_when: Guard | None = None
@@ -134,7 +134,7 @@ class CommitPolicy(_Spec):
 class SafetyHandoffPolicy(_Spec):
     kind: Literal["safety_handoff"]
     intents: tuple[str, ...] = Field(min_length=1)
-    say: str = "I'm going to stop here. Please contact emergency services if you are in danger."
+    say: PromptText = "I'm going to stop here. Please contact emergency services if you are in danger."
 
 
 Policy = Annotated[RedactPolicy | CommitPolicy | SafetyHandoffPolicy, Field(discriminator="kind")]
