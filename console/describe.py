@@ -61,9 +61,7 @@ def describe(record: dict, verbose: bool = False) -> str | None:
         what = kind.removeprefix("prompt_").replace("_", " ")
         return f"prompt #{record.get('token')} {what}"
     if kind == "utterance":
-        matched = record.get("matched")
-        score = f" {record.get('score'):.2f}" if matched else ""
-        return f"heard: {reason}" + (f" (intent {matched}{score})" if matched else "")
+        return f"heard: {reason}{how_read(record)}"
     if kind == "turn_interpreted":
         return None
     return f"{kind.replace('_', ' ')}: {reason}"
@@ -77,6 +75,19 @@ TURN_ENDED = {
     "partial_value_hold": "held longer for a partial value",
     "hold": "ended after the end-of-speech hold",
 }
+
+
+def how_read(record: dict) -> str:
+    """What a turn's reading came from: the matcher's intent when that is what decided; a
+    value the slot's parser found (a "yes" to a yes/no question reads as an answer, even
+    when the matcher's nearest intent was backchannel); else the matcher's guess, unused."""
+    reason, matched, score = record.get("reason"), record.get("matched"), record.get("score")
+    shown = f" {score:.2f}" if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
+    if matched and matched == reason:
+        return f" (intent {matched}{shown})"
+    if reason == "answer":
+        return " (a value for the pending question)"
+    return f" (the matcher's nearest intent, {matched}{shown}, was not used)" if matched else ""
 
 
 def ms(value) -> str:

@@ -23,7 +23,7 @@ from textual.widgets import Header, Input, Static
 
 from ladder import SetRouteAvailability
 
-from ..describe import wait_seconds
+from ..describe import how_read, wait_seconds
 from ..messages import CallRestarted, HistoryChanged
 from ..widgets import (
     EventLog,
@@ -131,10 +131,8 @@ class RehearseScreen(Screen):
             log.add(now, record, self.app.verbose)
             timeline.add(now, record)
             if record.get("effect") == "Trace" and record.get("kind") == "utterance":
-                # how the turn was read; the matcher's intent beside it when there was one
-                matched = record.get("matched")
-                detail = f" (intent {matched} {record.get('score', 0):.2f})" if matched else ""
-                transcript.add("", f"→ {record['reason']}{detail}")
+                # how the turn was read, and what the reading came from
+                transcript.add("", f"→ {record['reason']}{how_read(record)}")
             elif record.get("effect") == "Observation" and record.get("kind") == "turn_latency":
                 gap = record.get("perceived_gap_ms")
                 if isinstance(gap, (int, float)) and not isinstance(gap, bool):

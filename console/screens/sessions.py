@@ -71,10 +71,19 @@ class SessionsScreen(Screen):
         view.clear()
         for folder in self.folders:
             view.append(ListItem(Label(self._label(folder), markup=False)))
-        if not self.folders:
+        if self.folders:
+            # the cursor on the first recording: Enter opens it at once (with no index,
+            # the first Enter opened nothing until an arrow key had moved the cursor)
+            self.call_after_refresh(self._highlight_first)
+        else:
             self.query_one("#session-about", Static).update(
                 f"No recordings in {root} yet. Record one with `lull rehearse --journal {root}/take1`."
             )
+
+    def _highlight_first(self) -> None:
+        view = self.query_one("#session-list", ListView)
+        if view.index is None and len(view):
+            view.index = 0
 
     def _label(self, folder: Path) -> str:
         try:

@@ -107,19 +107,46 @@ def prompt_status(prompt: dict, ended: bool) -> tuple[str, str]:
     return status, STATUS_STYLE.get(status, "")
 
 
+STATUS_INDENT = 3  # a status on a line of its own starts under the prompt's kind
+
+
 class PromptLane(Panel):
+    """Each prompt's token, kind, stage and lifecycle: the status beside them where its
+    longest word fits the panel's width, else on an indented line of its own (at 80x24
+    the status column had four cells, and "completed" was cut into "comp"/"lete"/"d")."""
+
+    _last: tuple | None = None
+
     def show(self, snapshot: dict, ended: bool = False, newest: int = 8) -> None:
+        self._last = (snapshot, ended, newest)
         prompts = snapshot["prompts"][-newest:]
         rows = tuple(
             (f"#{p['token']}", p["kind"], p["stage"] or "", *prompt_status(p, ended or snapshot.get("state") == "closed"))
             for p in prompts
         )
-        if rows == self._shown:
+        width = self.content_region.width
+        if (rows, width) == self._shown:
             return
         if not rows:
-            self.set_content(Text("no prompt yet", style="dim"), key=rows)
+            self.set_content(Text("no prompt yet", style="dim"), key=(rows, width))
+            return
+        ids = [max(len(row[i]) for row in rows) for i in range(3)]
+        longest_word = max(len(word) for row in rows for word in row[3].split())
+        if width and sum(ids) + 3 + longest_word > width:
+            text = Text()
+            for n, (token, kind, stage, status, style) in enumerate(rows):
+                if n:
+                    text.append("\n")
+                text.append(" ".join(part for part in (token.ljust(ids[0]), kind, stage) if part).rstrip())
+                text.append("\n" + " " * STATUS_INDENT)
+                text.append(status, style=style)
+            self.set_content(text, key=(rows, width))
             return
         table = _grid("token", "kind", "stage", "status", wrap="status")
         for token, kind, stage, status, style in rows:
             table.add_row(token, kind, stage, Text(status, style=style))
-        self.set_content(table, key=rows)
+        self.set_content(table, key=(rows, width))
+
+    def on_resize(self) -> None:
+        if self._last is not None:  # laid out for the width: lay it out again
+            self.show(*self._last)

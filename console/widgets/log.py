@@ -81,6 +81,19 @@ class Transcript(WrappingLog):
         self.add_text(row)
 
 
+def _hanging(line: str) -> RenderableType:
+    """"[  7.7s] window armed gen 5 from observed, due 15.7s" with its continuation lines
+    under the words, not under the time (they wrapped to the panel's first column)."""
+    stamp, sep, words = line.partition("] ")
+    if not sep or not stamp.startswith("["):
+        return Text(line)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    grid.add_row(Text(stamp + "]"), Text(words))
+    return grid
+
+
 class EventLog(Vertical):
     """Every record in plain words; the filter keeps lines containing its text. A line
     can be chosen (enter or click) to see why the ladder made that move."""
@@ -115,7 +128,7 @@ class EventLog(Vertical):
         if self.filter.lower() in line.lower():
             options = self.query_one("#log-lines", OptionList)
             at_end = options.scroll_offset.y >= options.max_scroll_y - 1
-            options.add_option(Option(Text(line), id=f"e{entry[0]}"))
+            options.add_option(Option(_hanging(line), id=f"e{entry[0]}"))
             if options.option_count > MAX_ENTRIES:
                 options.remove_option_at_index(0)
             if at_end:
@@ -123,7 +136,8 @@ class EventLog(Vertical):
 
     def shown(self) -> list[str]:
         options = self.query_one("#log-lines", OptionList)
-        return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        by_id = {f"e{e[0]}": e[1] for e in self.lines}
+        return [by_id.get(options.get_option_at_index(i).id or "", "") for i in range(options.option_count)]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id != "log-filter":
@@ -133,7 +147,7 @@ class EventLog(Vertical):
         wanted = self.filter.lower()
         options = self.query_one("#log-lines", OptionList)
         options.clear_options()
-        options.add_options(Option(Text(e[1]), id=f"e{e[0]}") for e in self.lines if wanted in e[1].lower())
+        options.add_options(Option(_hanging(e[1]), id=f"e{e[0]}") for e in self.lines if wanted in e[1].lower())
         options.scroll_end(animate=False, immediate=False)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
