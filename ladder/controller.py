@@ -23,7 +23,7 @@ from .effects import (
     RequestPrompt,
     RouteTaken,
     SessionClosed,
-    Trace,
+    make_trace,
 )
 from .events import (
     AgentResponded,
@@ -60,6 +60,8 @@ from .states import (
     Timer,
 )
 from .waits import TurnRef, WaitCoordinator
+
+_OWN = object()  # a trace identity not given: the controller's own (its episode, its stage)
 
 
 class Controller:
@@ -102,6 +104,24 @@ class Controller:
     # -- public API -----------------------------------------------------------------
 
     @property
+    def policy(self) -> LadderPolicy:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: LadderPolicy) -> None:
+        self._policy = policy
+        self._stage_names = tuple(stage.name for stage in policy.stages)  # read by every trace
+        self._composed: dict[str, tuple] = {}  # stage -> its prompt as composed under this policy
+
+    def _compose(self, stage) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+        """The policy's `compose`, once per stage and policy (a policy is frozen; a route
+        switched on or off makes a new one)."""
+        composed = self._composed.get(stage.name)
+        if composed is None or composed[0] is not stage:
+            composed = self._composed[stage.name] = (stage, self._policy.compose(stage))
+        return composed[1]
+
+    @property
     def generation(self) -> int:
         return self._generation
 
@@ -111,11 +131,11 @@ class Controller:
             raise ProtocolError(f"expected a ladder event, got {type(event).__name__}")
         self._advance_clock(now)
         self._effects = []
-        handler = TRANSITIONS[self.state].get(event.kind)
+        handler = _HANDLERS[self.state].get(event.kind)
         if handler is None:
             self._reject(event)
         else:
-            getattr(self, handler)(event)
+            handler(self, event)
         return self._effects
 
     def next_deadline(self) -> float | None:
@@ -169,7 +189,7 @@ class Controller:
     def current_stage(self) -> str | None:
         if self.episode is None:
             return None
-        return self.policy.stages[self.episode.stage_index].name
+        return self._stage_names[self.episode.stage_index]
 
     def snapshot(self) -> dict:
         """The full state, JSON-ready, for step-through and the console panels."""
@@ -235,22 +255,26 @@ class Controller:
         self._clock_started = True
         self.now = now
 
-    def _trace(self, kind: str, reason: str, **ids) -> None:
+    def _trace(
+        self, kind: str, reason: str, question=_OWN, episode=_OWN, generation=None, token=None, turn=None,
+        stage=_OWN, **detail,
+    ) -> None:
+        # the hottest path of the core (several records an event): identities as
+        # keywords, the record built at once (effects.make_trace)
         ep = self.episode
-        record = Trace(
-            kind=kind,
-            reason=reason,
-            at=self.now,
-            state=self.state.value,
-            question=ids.pop("question", ep.question if ep else None),
-            episode=ids.pop("episode", ep.id if ep else None),
-            generation=ids.pop("generation", None),
-            token=ids.pop("token", None),
-            turn=ids.pop("turn", None),
-            stage=ids.pop("stage", self.current_stage),
-            detail=ids,
-        )
-        self._effects.append(record)
+        if ep is None:
+            own_question = own_episode = own_stage = None
+        else:
+            own_question, own_episode = ep.question, ep.id
+            own_stage = self._stage_names[ep.stage_index]
+        self._effects.append(make_trace(
+            kind, reason, self.now, self.state._value_,
+            own_question if question is _OWN else question,
+            own_episode if episode is _OWN else episode,
+            generation, token, turn,
+            own_stage if stage is _OWN else stage,
+            detail,
+        ))
 
     def _emit(self, effect: Effect) -> None:
         self._effects.append(effect)
@@ -530,7 +554,7 @@ class Controller:
         stage = self.policy.stages[ep.stage_index]
         self._trace("stage_advanced", reason, generation=generation, stage=stage.name)
         # the wording as it may be spoken now: routes composed from those available
-        text, routes, left_out = self.policy.compose(stage) if stage.prompt else ("", (), ())
+        text, routes, left_out = self._compose(stage) if stage.prompt else ("", (), ())
         if left_out or (stage.prompt and len(sentences(text)) < len(sentences(stage.prompt))):
             self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
                         stage=stage.name, offered=list(routes), left_out=list(left_out))
@@ -766,7 +790,7 @@ class Controller:
         text, routes = cut.text, cut.routes
         stage = next((s for s in self.policy.stages if s.name == cut.stage and s.prompt), None)
         if stage is not None:  # composed again: a route may have been switched off since
-            text, routes, _ = self.policy.compose(stage)
+            text, routes, _ = self._compose(stage)
         if not text:
             return False
         token = self._request_prompt(
@@ -1300,6 +1324,10 @@ class Controller:
         self._emit(SessionClosed(closing.outcome, closing.reason, pending))
         self._set_state(State.CLOSED, closing.reason)
         self._trace("session_closed", closing.reason, outcome=closing.outcome, pending_tools=list(pending))
+
+
+# TRANSITIONS names each state's handlers; looked up once, not per event
+_HANDLERS = {state: {kind: getattr(Controller, name) for kind, name in table.items()} for state, table in TRANSITIONS.items()}
 
 
 def _either(labels) -> str:

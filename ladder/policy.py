@@ -8,6 +8,7 @@ episode forever, a stage that offers a route that does not exist.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
@@ -15,8 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 from .events import INTENTS
 
 
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+@lru_cache(maxsize=2048)
+def _said(text: str) -> str:
+    """The words of `text`, lowercased, space-separated and padded: " i can repeat it "."""
+    return " " + " ".join(_WORD.findall(text.lower())) + " "
+
+
 def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
+    return _WORD.findall(text.lower())
 
 
 # `{name}`: a slot's value in flow wording, or `{routes}` in a ladder prompt
@@ -90,9 +100,9 @@ class Route(_Frozen):
 
     def named_by(self, text: str) -> bool:
         """Does `text` name this route (its label, its id's words, or a mention)?"""
-        said = " " + " ".join(_words(text)) + " "
+        said = _said(text)
         phrases = {self.label, self.id.replace("_", " "), *self.mentions}
-        return any(f" {' '.join(_words(p))} " in said for p in phrases if _words(p))
+        return any(_said(p) in said for p in phrases if _said(p).strip())
 
 
 WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold", "reprompt"]

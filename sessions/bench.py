@@ -1,7 +1,10 @@
-"""`lull bench replay|growth`: what sessions cost, measured in one run.
+"""`lull bench replay|core|growth`: what sessions and their core cost, measured in one run.
 
 `replay`: replay and paired replay speed, the core's cost per event, and a report over
 many recorded sessions, with peak memory.
+
+`core`: the ladder core's cost per event on a pseudo-random call schedule, beside seed
+000's reference ladder (sessions.seed_ladder) on the same schedule, and their ratio.
 
 `growth`: the same work at two sizes (a journal of N and 2N records, a flow of M and
 2M stages), so a cost that grows faster than the input shows as a ratio above 2.
@@ -211,4 +214,139 @@ def run_growth_bench(records: int = 20_000, stages: int = 500) -> dict:
     return {"rows": rows, "linear_ratio": 2.0}
 
 
-__all__ = ["long_session", "run_growth_bench", "run_replay_bench"]
+
+# -- core: the ladder's cost per event beside seed 000's reference ladder ------------------
+
+# what the caller does when a question is pending, and how often
+_CORE_INTENTS = (("answer", 35), ("wait_request", 15), ("ready", 10), ("backchannel", 15),
+                 ("repeat_request", 10), ("partial_answer", 15))
+
+
+def core_schedule(events: int, seed: int = 0) -> list[tuple[str, float, str | None]]:
+    """A pseudo-random call schedule of `events` steps: (what, ms since the last step, intent).
+
+    A question is asked and played; then the caller is silent (the next timer fires, and
+    its reminder plays) or takes a turn (started, ended, interpreted). An answer, or a
+    closed ladder, brings the next question.
+    """
+    import random
+
+    rng = random.Random(seed)
+    names = [name for name, _ in _CORE_INTENTS]
+    weights = [w for _, w in _CORE_INTENTS]
+    out: list[tuple[str, float, str | None]] = []
+    while len(out) < events:
+        out += [("ask", 10.0, None), ("started", 20.0, None), ("completed", 1500.0, None)]
+        for _ in range(rng.randint(1, 6)):
+            if rng.random() < 0.4:
+                out += [("timer", 0.0, None), ("started", 20.0, None), ("completed", 1200.0, None)]
+                continue
+            intent = rng.choices(names, weights)[0]
+            out += [("turn_started", rng.uniform(200, 3000), None), ("turn_ended", rng.uniform(300, 1500), None),
+                    ("interpreted", 150.0, intent)]
+            if intent == "answer":
+                break
+    return out[:events]
+
+
+def _drive_core(schedule) -> int:
+    """The schedule through `ladder.Controller`; returns the events fed."""
+    from ladder import (
+        AskQuestion,
+        Controller,
+        PlaybackCompleted,
+        PlaybackStarted,
+        RequestPrompt,
+        TurnEnded,
+        TurnInterpreted,
+        TurnStarted,
+    )
+
+    core, now, token, turn, fed = Controller(), 0.0, 0, 0, 0
+    for what, dt, intent in schedule:
+        now += dt
+        if what == "ask":
+            if core.state.value == "closed":
+                core = Controller()
+            effects = core.handle(AskQuestion("q", "What is your reference code?"), now)
+        elif what == "started":
+            effects = core.handle(PlaybackStarted(token), now)
+        elif what == "completed":
+            effects = core.handle(PlaybackCompleted(token), now)
+        elif what == "timer":
+            due = core.next_deadline()
+            if due is not None and due > now:
+                now = due
+            effects = core.handle_timer(now)
+        elif what == "turn_started":
+            turn += 1
+            effects = core.handle(TurnStarted(f"t{turn}", turn), now)
+        elif what == "turn_ended":
+            effects = core.handle(TurnEnded(f"t{turn}", turn), now)
+        else:
+            effects = core.handle(TurnInterpreted(f"t{turn}", turn, intent), now)  # type: ignore[arg-type]
+        for effect in effects:
+            if type(effect) is RequestPrompt:
+                token = effect.token
+        fed += 1
+    return fed
+
+
+def _drive_reference(schedule) -> int:
+    """The same schedule through seed 000's ladder, each step its nearest operation."""
+    from .seed_ladder import Ladder
+
+    ladder, now, timer, fed = Ladder(10**12), 0.0, None, 0
+    wait = 8000
+    for what, dt, intent in schedule:
+        now += dt
+        if what == "ask":
+            ladder, timer = Ladder(now + 120_000), None
+        elif what == "started":
+            ladder.playback_complete(-1)  # a callback that is not the prompt's: checked, ignored
+        elif what == "completed":
+            ladder.playback_complete(ladder.prompt_token)
+            if ladder.state == "collecting" and ladder.current is None:
+                timer = ladder.arm(now, wait)
+        elif what == "timer":
+            if timer is not None:
+                now = max(now, timer.due)
+                ladder.fire(timer, now)
+        elif what == "turn_started":
+            ladder.speech()
+        elif what == "turn_ended":
+            ladder.expire(now)
+        elif intent == "wait_request":
+            ladder.hold()
+        else:
+            ladder.resume()
+            if ladder.state == "collecting":
+                timer = ladder.arm(now, wait)
+        fed += 1
+    return fed
+
+
+def run_core_bench(events: int = 100_000, rounds: int = 5, seed: int = 0) -> dict:
+    """The core and the reference ladder on the same schedule, in one run, interleaved
+    round by round so a noisy machine weighs on both alike; the best round of each."""
+    schedule = core_schedule(events, seed)
+    best = {"core": float("inf"), "reference": float("inf")}
+    for _ in range(rounds):
+        for name, drive in (("core", _drive_core), ("reference", _drive_reference)):
+            started = time.perf_counter()
+            fed = drive(schedule)
+            best[name] = min(best[name], time.perf_counter() - started)
+    rate = {name: fed / seconds for name, seconds in best.items()}
+    return {
+        "events": fed,
+        "rounds": rounds,
+        "core_events_per_s": round(rate["core"]),
+        "reference_events_per_s": round(rate["reference"]),
+        "core_us_per_event": round(best["core"] / fed * 1e6, 2),
+        "reference_us_per_event": round(best["reference"] / fed * 1e6, 3),
+        "ratio": round(rate["reference"] / rate["core"], 1),
+        "target_ratio": 8.0,
+    }
+
+
+__all__ = ["core_schedule", "long_session", "run_core_bench", "run_growth_bench", "run_replay_bench"]

@@ -1,4 +1,4 @@
-"""`lull bench turn|intents|stt|replay|growth`: figures and ratios measured in one run."""
+"""`lull bench turn|intents|stt|replay|core|growth`: figures and ratios measured in one run."""
 
 from __future__ import annotations
 
@@ -193,6 +193,36 @@ def bench_replay(
     )
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+@bench_app.command("core")
+def bench_core(
+    events: Annotated[int, typer.Option("--events", min=1000, help="Events in the call schedule.")] = 100_000,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds of each; the best counts.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The ladder core's cost per event beside seed 000's reference ladder, in one run.
+
+    A pseudo-random call schedule (questions asked and played, timers at their
+    deadline, caller turns started, ended and interpreted) through ladder.Controller
+    and through the seed's reference ladder (each step its nearest operation), rounds
+    interleaved so a busy machine weighs on both alike. The ratio is how many times
+    more the core spends per event; it also writes every trace record the journal keeps.
+
+    Example: lull bench core --events 200000
+    """
+    from sessions.bench import run_core_bench
+
+    with err.status(f"{rounds} rounds of {events} events through the core and the reference ladder…"):
+        result = run_core_bench(events, rounds)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    out.print(f"core:      {result['core_events_per_s']:>10,} events/s  ({result['core_us_per_event']} µs an event)")
+    out.print(f"reference: {result['reference_events_per_s']:>10,} events/s  ({result['reference_us_per_event']} µs an event)")
+    met = result["ratio"] <= result["target_ratio"]
+    out.print(Text.assemble(f"ratio: the core spends {result['ratio']}x the reference per event (target: within "
+                            f"{result['target_ratio']:g}x) ", ("met" if met else "MISSED", "green" if met else "bold red")))
 
 
 @bench_app.command("growth")
