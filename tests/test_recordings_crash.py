@@ -109,8 +109,9 @@ def check_killed_recordings(folder: Path, killed_at: float) -> tuple[np.ndarray,
     for name, audio, rate in (("mic.wav", mic, mic_rate), ("out.wav", out, out_rate)):
         length = len(audio) / rate
         assert killed_at - 1.2 < length < killed_at + 0.1, (name, length, killed_at)
-    # the agent's voice where the journal says it played, silence in the quiet wait
-    started = first_record(folder, "playback_started")["t_ms"] / 1000.0
+    # the agent's voice where the output says it played (its own clock, journaled beside
+    # the core's: a busy loop hears of it later), silence in the quiet wait
+    started = first_record(folder, "playback_observed", event="started")["stream_ms"] / 1000.0
     ended = first_record(folder, "window_armed")["t_ms"] / 1000.0
     assert rms(out[: int((started - 0.05) * out_rate)]) < 1e-4
     assert rms(out[int(started * out_rate) : int(ended * out_rate)]) > 0.02

@@ -206,20 +206,7 @@ def test_model_loads_once() -> None:
     second_s = time.perf_counter() - start
     print(f"\nmodel load {load_s * 1000:.0f} ms; matcher construction with the model cached: "
           f"{first_s * 1000:.1f} ms, {second_s * 1000:.1f} ms")
-    assert first.model is model and second.model is model
-    assert second_s < load_s
-
-
-def test_match_speed(embedding: EmbeddingMatcher) -> None:
-    texts = [p for phrases in HELD_OUT.values() for p in phrases]
-    start = time.perf_counter()
-    for _ in range(5):
-        for text in texts:
-            embedding.match(text)
-    per_match_ms = (time.perf_counter() - start) * 1000 / (5 * len(texts))
-    print(f"\n{per_match_ms:.3f} ms per match ({len(INTENTS)} intents, "
-          f"{sum(map(len, INTENTS.values()))} examples)")
-    assert per_match_ms < 20
+    assert first.model is model and second.model is model  # loaded once, shared (timings: printed, and lull bench intents)
 
 
 def test_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

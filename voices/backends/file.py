@@ -54,6 +54,8 @@ class FileSpeaker:
         self._task: asyncio.Task | None = None
         self._closed = False
         self.blocks = 0
+        self._t0: float | None = None  # session time of block 0
+        self._next = 0  # the next block to play
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -62,6 +64,8 @@ class FileSpeaker:
 
     def start(self) -> None:
         if self._task is None and not self._closed:
+            if self._t0 is None:
+                self._t0 = self._clock_ms()
             self._task = asyncio.ensure_future(self._run())
 
     # -- producers (on the loop) --
@@ -106,22 +110,32 @@ class FileSpeaker:
 
     # -- the clock --
 
+    def play_until(self, t_ms: float) -> None:
+        """Play every block that starts at or before `t_ms`, at once: the caller's feeder
+        calls it before it hands over audio, so what the speaker played up to then (the
+        canceller's far end, the simulated room's echo) is known before the microphone
+        audio that holds its echo, however late a loaded loop runs either task."""
+        if self._t0 is None:
+            self._t0 = self._clock_ms()
+        block_ms = self._block * 1000.0 / self.samplerate
+        while not self._closed and self._t0 + self._next * block_ms <= t_ms:
+            due = self._t0 + self._next * block_ms
+            block = self._fill(due, block_ms / self._block)
+            self.blocks += 1
+            self._next += 1
+            if self.on_played is not None:
+                self.on_played(due, block)
+
     async def _run(self) -> None:
         block_ms = self._block * 1000.0 / self.samplerate
-        t0 = self._clock_ms()
-        k = 0
         while not self._closed:
-            due = t0 + k * block_ms
+            due = self._t0 + self._next * block_ms
             delay = (due - self._clock_ms()) / 1000.0
             if delay > 0:
                 await asyncio.sleep(delay)
             if self._closed:
                 return
-            block = self._fill(due, block_ms / self._block)
-            self.blocks += 1
-            if self.on_played is not None:
-                self.on_played(due, block)
-            k += 1
+            self.play_until(max(due, self._clock_ms()))
 
     def _fill(self, t: float, ms_per_sample: float) -> np.ndarray:
         out = np.zeros(self._block, np.float32)
@@ -234,6 +248,9 @@ class FileBackend(VoiceBackend):
                 noise = (rng.standard_normal(frame - len(chunk)) * 1e-4).astype(np.float32)
                 chunk = np.concatenate([chunk, noise])
             chunk = chunk.astype(np.float32)
+            # the speaker first: its blocks up to this frame's end are played (far end known,
+            # echo in the room) before the microphone frame that would hold their echo
+            self.output.play_until(start + frame / VAD_RATE * 1000.0)
             if self.echo_path is not None:
                 chunk = self.echo_path.mix(chunk, start)
             self.on_frames(chunk, start)

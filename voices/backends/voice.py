@@ -326,6 +326,13 @@ class VoiceBackend:
         """On the loop: the output's observation of a prompt (t_ms on the session clock)."""
         if token < 0:
             return  # a preview: the call never asked for it
+        if self.session is not None:
+            # the output's own time for it beside the journal's: the core hears of it when
+            # the loop runs (later on a busy machine), the recording places it at t_ms
+            self.session.note("playback_observed", {
+                "token": token, "event": kind, "stream_ms": round(t_ms, 1),
+                "lag_ms": round(self.session.now_ms() - t_ms, 1),
+            })
         if kind == "started":
             self.secrets.prompt_started(token, t_ms)
             self.on_line("agent", self._texts.get(token, ""))
