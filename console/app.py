@@ -124,8 +124,33 @@ class LullApp(App):
         self.incidents = LiveIncidents(self.session)
 
     async def on_mount(self) -> None:
+        if self._on_a_terminal():
+            self.set_interval(1.0, self._check_terminal_size)
         if self.autostart:
             await self.session.start()
+
+    def _on_a_terminal(self) -> bool:
+        from textual.drivers.linux_driver import LinuxDriver
+
+        return isinstance(self._driver, LinuxDriver)
+
+    def _check_terminal_size(self) -> None:
+        """Lay out again if the terminal's size is not the one last laid out for. A resize
+        can be missed: started in a tmux pane on a busy machine, the console stayed laid
+        out for 80x24 in a 160x48 pane (the pane grew as lull started, and no resize came)."""
+        import os
+        import sys
+
+        from textual import events
+        from textual.geometry import Size
+
+        try:
+            columns, lines = os.get_terminal_size(sys.__stdout__.fileno())
+        except (OSError, ValueError, AttributeError):
+            return
+        if (columns, lines) != (self.size.width, self.size.height):
+            size = Size(columns, lines)
+            self.post_message(events.Resize(size, size))
 
     async def on_unmount(self) -> None:
         if not self.session.closed.is_set():

@@ -110,7 +110,7 @@ def held_matcher(data: dict):
     release = threading.Event()
 
     def build():
-        release.wait(10)
+        release.wait(60)  # released by the test; the bound only ends a test that failed first
         return LexicalMatcher(intents, 0.5)
 
     return BackgroundMatcher(build), release

@@ -31,13 +31,14 @@ def soak_flow_data() -> dict:
     data = json.loads(library_flow_path("reference_code").read_text())
     data["ladder"] = {
         "stages": [
-            # long enough that a loaded 2-core machine (two soaks and two busy loops
-            # at once: 300 ms let one walk to the close at turn 1,247 of 1,591, on the
-            # flow's first 130 examples too) does not walk the ladder to its close
-            # between typed turns before the mix is through
-            {"name": "quiet_wait", "wait_ms": 800},
-            {"name": "gentle_check", "wait_ms": 800, "prompt": "Take your time."},
-            {"name": "alternative_route", "wait_ms": 800, "prompt": "We can carry on without it.", "routes": ["continue_without_code"]},
+            # long enough that a loaded 2-core machine does not walk the ladder to its
+            # close between typed turns before the mix is through: 300 ms, then 800 ms,
+            # let it close at turn 1,247 and 1,253 of 1,591 (two soaks or a suite run
+            # beside two busy loops); the mix's lines come milliseconds apart, so a
+            # 5 s window fires only when the process is starved that long
+            {"name": "quiet_wait", "wait_ms": 5000},
+            {"name": "gentle_check", "wait_ms": 5000, "prompt": "Take your time."},
+            {"name": "alternative_route", "wait_ms": 5000, "prompt": "We can carry on without it.", "routes": ["continue_without_code"]},
             {"name": "safe_close", "wait_ms": 200, "prompt": "Nothing was changed. Goodbye.", "closes": True},
         ],
         "hold_ms": 400, "hold_budget_ms": 3_600_000, "episode_ms": 3_600_000, "filler_after_ms": 100,

@@ -15,10 +15,10 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 AS_ROOT = os.geteuid() == 0  # root reads and writes whatever the mode says
 
 
-def lull(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def lull(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     assert LULL, "the `lull` command is not installed (pip install -e .)"
     return subprocess.run(
-        [LULL, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+        [LULL, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd,
         input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
     )
 
@@ -225,7 +225,9 @@ HOSTILE = ["[/]", "[bold]loud words", "[redacted]"]
 
 def test_headless_rehearse_prints_bracketed_caller_words_as_they_are(tmp_path):
     typed = "\n".join(HOSTILE + ["/hangup"]) + "\n"
-    result = lull("rehearse", "--backend", "text", "--headless", "--journal", str(tmp_path / "take"), stdin=typed)
+    # a live call in real time (17 s on a quiet machine): the bound only catches a hang,
+    # a suite beside two busy loops took it past 120 s
+    result = lull("rehearse", "--backend", "text", "--headless", "--journal", str(tmp_path / "take"), stdin=typed, timeout=600)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
     for words in HOSTILE:
         assert f"caller > {words}" in result.stdout

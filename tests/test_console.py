@@ -278,6 +278,11 @@ async def test_an_incident_pressed_after_a_turn_waiting_for_the_matcher_comes_af
     from voices.backends.text import TextBackend
 
     data = quick_flow_data()
+    # a real clock here (the text backend speaks in real time): windows long enough that a
+    # busy machine cannot walk the ladder to its close before the keys arrive
+    for stage in data["ladder"]["stages"]:
+        stage["wait_ms"] = 60_000
+    data["ladder"]["episode_ms"] = 600_000
     matcher, release = held_matcher(data)
     backend = TextBackend(matcher=matcher, ms_per_word=10)
     app = LullApp(compile_data(data), flow_document=data, backend=backend)

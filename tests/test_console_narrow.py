@@ -74,3 +74,18 @@ async def test_the_first_enter_on_the_sessions_screen_opens_the_first_recording(
         await pilot.press("enter")
         await pilot.pause()
         assert screen.cursor is not None and screen.cursor.journal.path.parent.name == "take1"
+
+
+@run_async
+async def test_a_resize_the_console_missed_is_laid_out_at_the_next_size_check(monkeypatch):
+    import os
+
+    app, _, _ = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert (app.size.width, app.size.height) == (80, 24)
+        # the terminal grew, and no resize event came (a busy machine, a pane resized at start)
+        monkeypatch.setattr(os, "get_terminal_size", lambda fd=None: os.terminal_size((160, 48)))
+        app._check_terminal_size()
+        await pilot.pause()
+        await pilot.pause()
+        assert (app.size.width, app.size.height) == (160, 48)

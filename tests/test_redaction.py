@@ -188,7 +188,7 @@ def test_headless_output_to_a_pipe_is_redacted_like_the_journal(tmp_path):
     # piped or redirected, the event stream is a log: no form of the code in it
     lines = "4 8 2 1\nyes four eight two one\n/sleep 1\n/hangup\n"
     result = subprocess.run(
-        [LULL, "rehearse", "--backend", "text", "--headless"], input=lines, capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [LULL, "rehearse", "--backend", "text", "--headless"], input=lines, capture_output=True, text=True, timeout=600, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     assert "I heard [redacted]. Is that right?" in result.stdout

@@ -84,6 +84,13 @@ def test_a_call_killed_at_a_random_point_leaves_a_journal_that_loads_and_replays
     proc = start(folder)
     proc.stdin.write("\n".join(soak_lines(seed, 2000)) + "\n")
     proc.stdin.flush()
+    # the random point is in the call, not in the process's start-up (a busy machine
+    # took longer than 0.5 s to import and open the journal): from the journal's first line
+    journal_file = folder / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while not journal_file.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert journal_file.exists(), "the call never opened its journal"
     time.sleep(rng.uniform(0.5, 3.0))
     proc.kill()  # SIGKILL: no cleanup of any kind
     proc.wait(timeout=10)
