@@ -365,3 +365,13 @@ def _check_literals(event: Event) -> None:
             not isinstance(getattr(event, name), int) or isinstance(getattr(event, name), bool)
         ):
             raise ValueError(f"{event.kind}: field {name!r} must be an integer")
+
+
+def identities(event: Event) -> dict:
+    """The identities an event carries (turn, token, generation, timer, call, seq, route),
+    for the trace record of a rejected or stale event."""
+    ids = {}
+    for name in ("turn", "token", "generation", "timer", "call", "seq", "route"):
+        if hasattr(event, name):
+            ids[name] = getattr(event, name)
+    return ids

@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 
 from .events import INTENTS
 
-
 _WORD = re.compile(r"[a-z0-9']+")
 
 
@@ -38,6 +37,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def sentences(text: str) -> list[str]:
     """The sentences of `text` (split after . ! or ?), stripped, empty ones left out."""
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def either(labels) -> str:
+    """"a", "a or b", "a, b or c"."""
+    items = list(labels)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def join_offers(offers: list[str]) -> str:

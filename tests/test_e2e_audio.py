@@ -21,10 +21,8 @@ from sessions.journal import read_journal
 
 
 @pytest.fixture(scope="module")
-def models():
-    from voices.backends.voice import VoiceModels
-
-    return VoiceModels.load(deterministic=True)
+def models(loaded_models):
+    return loaded_models  # loaded once for the run (conftest)
 
 
 def default_flow(**ladder):

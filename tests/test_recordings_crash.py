@@ -182,10 +182,8 @@ def whole_call_files(mic_frames, pieces, out_rate, folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def models():
-    from voices.backends.voice import VoiceModels
-
-    return VoiceModels.load(deterministic=True, matcher="lexical")
+def models(lexical_models):
+    return lexical_models  # loaded once for the run (conftest)
 
 
 def test_a_normal_stop_leaves_the_files_the_whole_call_writer_made(models, tmp_path) -> None:

@@ -100,10 +100,8 @@ def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_o
 
 
 @pytest.fixture(scope="module")
-def models():
-    from voices.backends.voice import VoiceModels
-
-    return VoiceModels.load(deterministic=True, matcher="lexical")
+def models(lexical_models):
+    return lexical_models  # loaded once for the run (conftest)
 
 
 def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):

@@ -40,10 +40,8 @@ def test_how_far_a_pause_answers_the_slot(kind, text, partial, expected):
 
 
 @pytest.fixture(scope="module")
-def models():
-    from voices.backends.voice import VoiceModels
-
-    return VoiceModels.load(deterministic=True)
+def models(loaded_models):
+    return loaded_models  # loaded once for the run (conftest)
 
 
 def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):

@@ -24,10 +24,8 @@ from voices.levels import TRIM_FLOOR_DBFS, audible_end, audible_onset
 
 
 @pytest.fixture(scope="module")
-def models():
-    from voices.backends.voice import VoiceModels
-
-    return VoiceModels.load(deterministic=True)
+def models(loaded_models):
+    return loaded_models  # loaded once for the run (conftest)
 
 
 def test_the_stages_add_up_to_the_perceived_gap():

@@ -15,7 +15,9 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ..policy import LadderPolicy, Route
+from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, Path
 from .guards import Guard
+from .lint import lint_flow
 from .spec import (
     CommitPolicy,
     FlowSpec,
@@ -27,8 +29,6 @@ from .spec import (
     ToolSpec,
 )
 
-from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, Path
-from .lint import lint_flow
 
 def merge_timing(timings: list[Timing | None]) -> Timing | None:
     """G1: the more cautious setting of each field across the active stages."""

@@ -48,7 +48,6 @@ from ..policy import (
 )
 from .compiled import MAIN, CompiledFlow, Diagnostic, Layer
 
-
 Path = tuple[str | int, ...]
 
 # wording that makes the caller the problem (seed 000: "without accusing the caller")

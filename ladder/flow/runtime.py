@@ -22,7 +22,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..controller import Controller
-from ..policy import LADDER_TEXT_FIELDS, LadderPolicy, drop_placeholders
 from ..effects import (
     Answered,
     CallTool,
@@ -52,6 +51,7 @@ from ..events import (
     ToolStarted,
     TurnInterpreted,
 )
+from ..policy import LADDER_TEXT_FIELDS, LadderPolicy, drop_placeholders
 from ..states import FINAL_PROMPT_STATUSES, PromptStatus
 from .compile import (
     MAIN,

@@ -1,0 +1,179 @@
+"""Listening windows and their generations (L2, L3, L4, L12): timers armed with a generation, a
+callback checked against it, the window armed from the prompt's observed end, the ladder's
+stage advanced when a window expires, the episode deadline.
+
+A part of `ladder.controller.Controller` (a mixin: the state it reads and writes is the
+controller's, set up in its __init__); pure like the rest of the core."""
+
+from __future__ import annotations
+
+from .events import TimerFired
+from .policy import sentences
+from .states import Closing, PromptRecord, PromptStatus, State, Timer
+
+
+class Windows:
+    """Windows and generations: timers, the ladder's stages, the episode deadline."""
+
+    def _arm(self, kind: str, due: float, origin: str = "", turn: str | None = None) -> Timer:
+        old = self.timers.get(kind)
+        if old is not None:
+            self._disarm(kind, "rearmed")  # the replaced timer's callback is stale: say so
+        self._generation += 1
+        timer = Timer(kind, self._generation, due, self.now, origin, turn)
+        self.timers[kind] = timer
+        detail = {"timer": kind, "due": due, "origin": origin}
+        if turn is not None:
+            detail["turn"] = turn
+        self._trace(f"{kind}_armed", origin or "armed", generation=timer.generation, **detail)
+        return timer
+
+    def _disarm(self, kind: str, reason: str) -> Timer | None:
+        timer = self.timers.pop(kind, None)
+        if timer is not None:
+            self._invalidated[timer.generation] = reason
+            if len(self._invalidated) > 256:
+                del self._invalidated[next(iter(self._invalidated))]
+            self._trace(
+                "timer_invalidated", reason, generation=timer.generation, timer=kind
+            )
+        return timer
+
+    def _invalidate_no_input(self, reason: str) -> None:
+        """Resumption, holds, tools, recovery: no queued no-input callback may act."""
+        self._end_hold_accounting()
+        for kind in ("window", "hold", "playback_estimate"):
+            self._disarm(kind, reason)
+        # a bumped generation also makes any callback queued before this point stale
+        self._generation += 1
+
+    def _on_timer(self, event: TimerFired) -> None:
+        key = (event.timer, event.generation)
+        armed = self.timers.get(event.timer)
+        if armed is None or armed.generation != event.generation:
+            if key in self._fired:
+                self._stale("duplicate_delivery", event)
+            elif event.generation in self._invalidated:
+                self._stale(f"invalidated_by_{self._invalidated[event.generation]}", event)
+            else:
+                self._stale("generation_mismatch", event)
+            return
+        if self.now < armed.due:
+            self._stale("not_due", event)
+            return
+        del self.timers[event.timer]
+        self._fired[key] = self.now
+        if len(self._fired) > 256:
+            del self._fired[next(iter(self._fired))]
+        self._trace("timer_fired", event.timer, generation=event.generation, timer=event.timer)
+        getattr(self, f"_fire_{event.timer}")(armed)
+
+    def _fire_window(self, timer: Timer) -> None:
+        self._advance_stage(reason="no_input", generation=timer.generation)
+
+    def _fire_playback_estimate(self, timer: Timer) -> None:
+        token = self._boundary
+        if token is None:
+            return
+        record = self.prompts[token]
+        record.completion_estimated = True
+        self._trace(
+            "playback_completion_missing",
+            "estimate_elapsed",
+            token=token,
+            generation=timer.generation,
+        )
+        self._take_boundary(token, origin="estimated")
+
+    def _fire_deadline(self, timer: Timer) -> None:
+        self._trace("episode_deadline", "episode_ms_elapsed", generation=timer.generation)
+        if self.state is State.CLOSING and self._closing is not None:
+            # the final message is already out: the deadline makes it binding, and
+            # one close message is enough
+            self._closing = Closing("deadline_reached", "episode_deadline", False, self._closing.token)
+            self._end_episode("deadline_reached", "episode_deadline")
+            return
+        text = self.policy.close_pending if self.unresolved_or_running() else None
+        self._close(
+            "deadline_reached",
+            "episode_deadline",
+            text or self.policy.close_deadline,
+            cancellable=False,
+        )
+
+    def _arm_window(self, origin: str, due: float | None = None) -> None:
+        ep = self.pending_episode
+        if ep is None:
+            self._set_state(State.IDLE, "no_pending_question")
+            return
+        speaking = self._audible_prompt() if due is None else None
+        if speaking is not None:
+            self._listen_after(speaking, origin)
+            return
+        stage = self.policy.stages[ep.stage_index]
+        self._arm("window", due if due is not None else self.now + stage.wait_ms, origin)
+        self._set_state(State.LISTENING, f"window_{origin}")
+
+    def _audible_prompt(self) -> PromptRecord | None:
+        """The latest prompt that is playing or queued to play, if any (L2, L5).
+
+        A caller's listening window must not run while the agent talks: a prompt
+        whose end is overdue by more than the completion grace no longer counts.
+        """
+        grace = self.policy.completion_grace_ms
+        for record in reversed(self.prompts.values()):
+            if record.completion_estimated:
+                continue  # its end was already taken from the estimate
+            if record.status is PromptStatus.STARTED:
+                started = record.started_at if record.started_at is not None else record.requested_at
+                if self.now <= started + (record.duration_ms or record.estimate_ms) + grace:
+                    return record
+            elif record.status is PromptStatus.REQUESTED and record.kind != "close":
+                if self.now <= record.requested_at + record.estimate_ms + 2 * grace:
+                    return record
+        return None
+
+    def _listen_after(self, record: PromptRecord, origin: str) -> None:
+        """Arm the window from the observed end of the agent's speech, not now."""
+        if self._boundary is not None and self._boundary != record.token:
+            self._cancel_prompt(self._boundary, "superseded")
+        record.on_complete = "window"
+        self._boundary = record.token
+        started = record.started_at if record.status is PromptStatus.STARTED else None
+        end = (started if started is not None else self.now) + (record.duration_ms or record.estimate_ms)
+        self._arm("playback_estimate", end + self.policy.completion_grace_ms, origin="estimate_from_speech")
+        self._trace("window_deferred", f"{origin}_while_agent_speaks", token=record.token, prompt=record.kind)
+        self._set_state(State.PROMPTING, "agent_speaking")
+
+    def _advance_stage(self, reason: str, generation: int) -> None:
+        ep = self.pending_episode
+        if ep is None:
+            return
+        if ep.stage_index + 1 < len(self.policy.stages):
+            ep.stage_index += 1
+        stage = self.policy.stages[ep.stage_index]
+        self._trace("stage_advanced", reason, generation=generation, stage=stage.name)
+        # the wording as it may be spoken now: routes composed from those available
+        text, routes, left_out = self._compose(stage) if stage.prompt else ("", (), ())
+        if left_out or (stage.prompt and len(sentences(text)) < len(sentences(stage.prompt))):
+            self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
+                        stage=stage.name, offered=list(routes), left_out=list(left_out))
+        if stage.closes:
+            text = self.policy.close_pending if self.unresolved_or_running() else (text or None)
+            self._close("closed_incomplete", "ladder_exhausted", text, cancellable=True)
+            return
+        if not text:
+            self._arm_window("quiet_stage")
+            return
+        self._request_prompt(
+            "reminder",
+            text,
+            on_complete="window",
+            stage=stage.name,
+            routes=routes,
+            interruptible=stage.interruptible,
+        )
+        self._set_state(State.PROMPTING, "reminder_requested")
+
+
+__all__ = ["Windows"]
