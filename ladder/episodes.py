@@ -64,6 +64,17 @@ class Episodes:
         )
         self._set_state(State.ASKING, "question_requested")
 
+    def _restate_question(self, reason: str) -> None:
+        """The pending question again, briefly; its end arms the next window (L7)."""
+        self._request_prompt(
+            "restate",
+            self.episode.text,
+            on_complete="window",
+            stage=self.current_stage,
+            interruptible=self.episode.interruptible,
+        )
+        self._set_state(State.PROMPTING, reason)
+
     def _end_episode(self, outcome: Outcome, reason: str) -> None:
         ep = self.episode
         if ep is None or ep.outcome is not None:

@@ -53,14 +53,7 @@ class Recovery:
         if self.tools:
             self._begin_tool_wait("tool_running_after_repair")
         elif self.pending_episode is not None:
-            self._request_prompt(
-                "restate",
-                self.episode.text,
-                on_complete="window",
-                stage=self.current_stage,
-                interruptible=self.episode.interruptible,
-            )
-            self._set_state(State.PROMPTING, "channel_repaired")
+            self._restate_question("channel_repaired")
         else:
             self._set_state(State.IDLE, "channel_repaired")
 

@@ -195,14 +195,7 @@ class Turns:
             rule = rule.model_copy(update={"window": "resume"})
         if rule.window == "restate":
             if self.episode.repeatable:
-                self._request_prompt(
-                    "restate",
-                    self.episode.text,
-                    on_complete="window",
-                    stage=self.current_stage,
-                    interruptible=self.episode.interruptible,
-                )
-                self._set_state(State.PROMPTING, f"restate_on_{intent}")
+                self._restate_question(f"restate_on_{intent}")
                 return
             self._trace("restate_forbidden", "question_not_repeatable", turn=event.turn)
             rule = rule.model_copy(update={"window": "rearm"})

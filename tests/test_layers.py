@@ -17,6 +17,8 @@ import sys
 import grimp
 import pytest
 
+from ladder.flow.compile import _strongly_connected
+
 PACKAGES = ("console", "voices", "sessions", "ladder")  # top to bottom
 UI_FRAMEWORKS = ("textual", "typer", "rich")
 
@@ -27,49 +29,11 @@ def graph() -> grimp.ImportGraph:
 
 
 def circles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(start: str) -> None:  # iterative: a deep graph must not hit the recursion limit
-        work = [(start, iter(sorted(graph.find_modules_directly_imported_by(start) & modules)))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child) & modules))))
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            else:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-
-    for module in sorted(modules):
-        if module not in index:
-            visit(module)
-    return found
+    """The strongly connected components of more than one module (the flow compiler's
+    Tarjan, the same walk that finds a flow's cycles)."""
+    successors = {m: sorted(graph.find_modules_directly_imported_by(m) & modules) for m in modules}
+    found = _strongly_connected(sorted(modules), successors)
+    return sorted(sorted(component) for component in found if len(component) > 1)
 
 
 def own_modules(graph: grimp.ImportGraph) -> set[str]:
