@@ -130,8 +130,10 @@ class LullApp(App):
             await self.session.start()
 
     def _on_a_terminal(self) -> bool:
-        from textual.drivers.linux_driver import LinuxDriver
-
+        try:
+            from textual.drivers.linux_driver import LinuxDriver
+        except ImportError:  # no termios (not a POSIX system): Textual's own resize handling only
+            return False
         return isinstance(self._driver, LinuxDriver)
 
     def _check_terminal_size(self) -> None:
