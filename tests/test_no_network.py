@@ -54,7 +54,9 @@ def private_environment(root: Path) -> dict[str, str]:
     return env
 
 
-def traced(strace: str, trace: Path, args: list[str], env: dict, stdin: str = "", timeout: float = 120):
+def traced(strace: str, trace: Path, args: list[str], env: dict, stdin: str = "", timeout: float = 600):
+    # a hang guard, not a timing: a real-time call under strace -f, beside two busy loops,
+    # took longer than 120 s (25 s on a quiet machine)
     return subprocess.run(
         [strace, "-f", "-e", "trace=connect,sendto,sendmsg,sendmmsg", "-o", str(trace), str(LULL), *args],
         input=stdin, env=env, capture_output=True, text=True, timeout=timeout,
