@@ -31,6 +31,9 @@ def _words(text: str) -> list[str]:
 # `{name}`: a slot's value in flow wording, or `{routes}` in a ladder prompt
 PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_:\-]+)\}")
 ROUTES_PLACEHOLDER = "{routes}"
+# in ladder wording: the value the pending question asks for, by its spoken name
+# ("your prescription number"); `LadderPolicy.slot` says it, a flow sets it per question
+SLOT_PLACEHOLDER = "{slot}"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -102,12 +105,36 @@ class Route(_Frozen):
     # stage's routes that are available then ("we can carry on without it, or I can
     # repeat the question"); with none available the sentence is left out.
     offer: PromptText = ""
+    # what the route is for (route_role infers it when unset): the default ladder offers
+    # a flow's go_on_without routes, and Lull's shared phrases ask for them by role
+    role: Literal["repeat", "go_on_without", "person"] | None = None
 
     def named_by(self, text: str) -> bool:
         """Does `text` name this route (its label, its id's words, or a mention)?"""
         said = _said(text)
-        phrases = {self.label, self.id.replace("_", " "), *self.mentions}
+        # an id of one word ("pharmacist", "transfer") is often an ordinary word of the
+        # flow's own sentences: it names the route only as its label or a mention
+        id_words = self.id.replace("_", " ").replace("-", " ")
+        phrases = {self.label, *self.mentions, *((id_words,) if " " in id_words else ())}
         return any(_said(p) in said for p in phrases if _said(p).strip())
+
+
+RouteRole = Literal["repeat", "go_on_without", "person"]
+
+
+def route_role(route: Route) -> RouteRole | None:
+    """What a route is for, as the default ladder and Lull's shared caller intents
+    read it: its `role`, else what its shape says (a restate repeats the question, a
+    handoff brings a person, a route that leads to a stage goes on without the value)."""
+    if route.role is not None:
+        return route.role
+    if route.action == "restate":
+        return "repeat"
+    if route.handoff:
+        return "person"
+    if route.goto is not None:
+        return "go_on_without"
+    return None
 
 
 WindowRule = Literal["end_episode", "rearm", "resume", "restate", "hold", "reprompt"]
@@ -144,30 +171,29 @@ def default_reset_table() -> dict[str, ResetRule]:
     }
 
 
-def default_stages() -> tuple[Stage, ...]:
+def default_stages(
+    yes_no: bool = False, go_on: tuple[str, ...] = ("go_on_without",), repeat: tuple[str, ...] = ("repeat",)
+) -> tuple[Stage, ...]:
+    """The default ladder. Its wording names no flow's things: `{slot}` is the pending
+    value's spoken name, `{routes}` the offers of the routes available then. A flow gives
+    its own routes for going on without the value (`go_on`) and for repeating the
+    question; with neither, the alternative stage waits quietly. A yes/no question gets
+    wording about a yes or a no."""
+    if yes_no:
+        check = "Take your time. Please say yes or no."
+        alternative = "If you're not sure, {routes}." if repeat else None
+        close = "I didn't get a yes or a no, so I'll end the call here. You can call back whenever you like."
+    else:
+        check = "Take your time. Would you like more time, or shall I repeat the question?"
+        alternative = (
+            "If you don't have {slot} to hand, {routes}." if go_on else "If you'd like, {routes}." if repeat else None
+        )
+        close = "I haven't received {slot}, so I'll end the call here. You can call back whenever you have it."
     return (
         Stage(name="quiet_wait", wait_ms=8000),
-        Stage(
-            name="gentle_check",
-            wait_ms=10000,
-            prompt="Take your time. Would you like more time, or shall I repeat the question?",
-            routes=("repeat",),
-        ),
-        Stage(
-            name="alternative_route",
-            wait_ms=10000,
-            prompt="If the code isn't to hand, {routes}.",
-            routes=("continue_without_code", "repeat"),
-        ),
-        Stage(
-            name="safe_close",
-            wait_ms=4000,
-            prompt=(
-                "I haven't received the reference code, so nothing has been changed. "
-                "You can call back whenever you have it."
-            ),
-            closes=True,
-        ),
+        Stage(name="gentle_check", wait_ms=10000, prompt=check, routes=repeat),
+        Stage(name="alternative_route", wait_ms=10000, prompt=alternative, routes=(*go_on, *repeat) if alternative else ()),
+        Stage(name="safe_close", wait_ms=4000, prompt=close, closes=True),
     )
 
 
@@ -181,10 +207,12 @@ def default_routes() -> tuple[Route, ...]:
             offer="I can repeat the question",
         ),
         Route(
-            id="continue_without_code",
-            label="continue without the code",
-            promises="carry on without the reference code",
-            offer="we can carry on without it",
+            id="go_on_without",
+            label="go on without it",
+            promises="carry on without it",
+            mentions=("carry on without",),
+            offer="we can go on without it",
+            role="go_on_without",
         ),
         Route(
             id="transfer",
@@ -243,8 +271,10 @@ class LadderPolicy(_Frozen):
     )
     close_deadline: PromptText = (
         "I'll end the call here, as we've run out of time. "
-        "The reference code hasn't been received, so nothing has been changed."
+        "I haven't received {slot}, so you're welcome to call back with it."
     )
+    # what `{slot}` says: the pending value's spoken name (a flow sets it per question)
+    slot: PromptText = Field(default="the answer", min_length=1)
 
     @model_validator(mode="after")
     def _check(self) -> LadderPolicy:
@@ -330,7 +360,7 @@ class LadderPolicy(_Frozen):
         unavailable = [r for r in self.routes if not r.available]
         left_out = {r.id for r in listed if r is not None and not r.available}
         kept = []
-        for sentence in sentences(stage.prompt or ""):
+        for sentence in sentences((stage.prompt or "").replace(SLOT_PLACEHOLDER, self.slot)):
             if ROUTES_PLACEHOLDER in sentence:
                 if not offers:
                     continue

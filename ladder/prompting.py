@@ -15,7 +15,7 @@ from .events import (
     PromptFailed,
     PromptSent,
 )
-from .policy import drop_placeholders
+from .policy import SLOT_PLACEHOLDER, drop_placeholders
 from .states import FINAL_PROMPT_STATUSES, PromptRecord, PromptStatus
 
 
@@ -34,7 +34,9 @@ class Prompting:
     ) -> int:
         if on_complete is not None and self._boundary is not None:
             self._cancel_prompt(self._boundary, "superseded")
-        text = drop_placeholders(text)  # a placeholder nobody filled is never read aloud
+        if "{" in text:
+            # the pending value by its spoken name; a placeholder nobody filled is never read aloud
+            text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self.policy.slot))
         self._token += 1
         token = self._token
         estimate = max(1, len(text.split())) * self.policy.ms_per_word

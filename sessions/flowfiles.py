@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from ladder.flow.compile import CompiledFlow, Diagnostic, FlowCompileError, compile_flow
+from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow, Diagnostic, FlowCompileError, compile_flow
 from ladder.flow.locate import duplicate_keys, value_positions
 from ladder.flow.spec import FlowSpec
 
@@ -158,8 +158,9 @@ def check_text(text: str, source: str) -> FlowReport:
     return check_data(data, source, text)
 
 
-def check_data(data: Any, source: str, text: str | None = None) -> FlowReport:
-    """Validate and compile a flow document (`text`, if given, is where it came from)."""
+def check_data(data: Any, source: str, text: str | None = None, ladder_defaults: int = LADDER_DEFAULTS) -> FlowReport:
+    """Validate and compile a flow document (`text`, if given, is where it came from;
+    `ladder_defaults` 1 for a journal recorded under the first defaults)."""
     position = _positions(text)
 
     def problem(path: tuple, message: str, severity: str = "error") -> FlowProblem:
@@ -182,7 +183,7 @@ def check_data(data: Any, source: str, text: str | None = None) -> FlowReport:
             problems.append(problem(path, _expected(err)))
         return FlowReport(source, None, problems)
     try:
-        flow = compile_flow(spec)
+        flow = compile_flow(spec, ladder_defaults)
     except FlowCompileError as exc:
         return FlowReport(source, None, [problem(d.path, d.message, d.severity) for d in exc.diagnostics])
     return FlowReport(source, flow, [problem(d.path, d.message, d.severity) for d in flow.warnings])

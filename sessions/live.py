@@ -28,7 +28,7 @@ from ladder import (
     TimingChanged,
     ToolResult,
 )
-from ladder.flow.compile import CompiledFlow
+from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow
 from ladder.flow.runtime import FlowRuntime
 from sessions.journal import JournalWriter, document_hash
 from sessions.virtual import flatten
@@ -136,6 +136,7 @@ class LiveSession:
                 # the whole flow, so the session replays without the file (S2)
                 "flow_document": (document := self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)),
                 "flow_hash": document_hash(document),
+                "ladder_defaults": LADDER_DEFAULTS,  # the defaults the document's ladder was read with
                 **self._header,
             }
             self._journal = JournalWriter.create(self._journal_dir, header)

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 import ladder.effects as ladder_effects
 from ladder import EVENT_TYPES, Controller, LadderPolicy, event_from_dict
 from ladder.effects import Effect, Trace
+from ladder.flow.compile import LADDER_DEFAULTS
 from ladder.flow.runtime import FlowRuntime
 from ladder.states import ProtocolError
 
@@ -291,7 +292,14 @@ def build_core(journal: Journal, flow_override=None):
             raise ReplayError(f"{journal.path} line 1: field 'ladder_policy.{where}': {error['msg']}") from None
     document = header.get("flow_document")
     if document is not None:
-        report = check_data(document, f"{journal.path}: header flow_document")
+        # a journal from before `ladder_defaults` was written took the first defaults
+        defaults = header.get("ladder_defaults", 1)
+        if defaults not in (1, LADDER_DEFAULTS):
+            raise ReplayError(
+                f"{journal.path} line 1: field 'ladder_defaults': {defaults!r} is not one this Lull knows "
+                f"(1 or {LADDER_DEFAULTS})"
+            )
+        report = check_data(document, f"{journal.path}: header flow_document", ladder_defaults=defaults)
         if report.flow is None:
             raise ReplayError(report.errors[0].line())
         return FlowRuntime(report.flow)

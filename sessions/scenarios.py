@@ -17,10 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ladder import CallerUtterance, StartCall, TurnEnded, TurnStarted, event_from_dict
-from ladder.flow.compile import CompiledFlow
+from ladder.events import SetFact
+from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow
 from ladder.flow.runtime import FlowRuntime
 from ladder.flow.text import LexicalMatcher
-from ladder.events import SetFact
 
 from .flowfiles import FlowFileError, load_flow
 from .journal import document_hash
@@ -346,6 +346,7 @@ def run_scenario(scenario: Scenario, source: Path | None = None, record_to: Path
             "ladder_policy": flow.ladder.model_dump(mode="json"),
             "flow_document": (document := flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)),
             "flow_hash": document_hash(document),
+            "ladder_defaults": LADDER_DEFAULTS,  # the defaults the document's ladder was read with
             "models": {},
             "devices": {"output": "simulated endpoint", "clock": "virtual"},
         }

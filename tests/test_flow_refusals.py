@@ -188,7 +188,7 @@ def test_a_value_of_the_wrong_kind_is_one_line_at_its_place(mutate, where, says)
         ('"latency_ms": 2500', '"latency_ms": NaN', "NaN", "tools[0].latency_ms", "expected a finite number, got NaN"),
         ('"latency_ms": 2500', '"latency_ms": 1e999', "1e999", "tools[0].latency_ms", "expected a finite number, got Infinity"),
         ('"status": "open"', '"status": NaN', "NaN", "tools[0].result.status", "expected a finite number, got NaN"),
-        ('"ladder": {}', '"ladder": {"episode_ms": Infinity}', "Infinity", "ladder.episode_ms", "expected a finite number, got Infinity"),
+        ('"ladder": {\n    "stages"', '"ladder": {"episode_ms": Infinity,\n    "stages"', "Infinity", "ladder.episode_ms", "expected a finite number, got Infinity"),
         ('"Hello, this is the reference desk."', '"Hello \\ud800"', '"Hello', "stages[0].say",
          'the string "Hello \\ud800" holds a lone surrogate'),
         ('"status": "open"', '"\\udfff": "open"', '"open"', "tools[0].result.\udfff", 'key "\\udfff" holds a lone surrogate'),

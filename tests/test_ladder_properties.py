@@ -111,7 +111,7 @@ TRACE_KEYS = (
 LADDER_PROMPT_KINDS = ("reminder", "close")
 PLAYED = {PromptStatus.STARTED, PromptStatus.COMPLETED, PromptStatus.INTERRUPTED}
 CLOSING_OR_CLOSED = (State.CLOSING, State.CLOSED)
-ROUTE_IDS = ("repeat", "continue_without_code", "transfer", "no_such_route")
+ROUTE_IDS = ("repeat", "go_on_without", "transfer", "no_such_route")
 PROMPT_KINDS = (
     "question",
     "restate",
@@ -201,7 +201,7 @@ def small_policy() -> LadderPolicy:
                 name="check",
                 wait_ms=1_500,
                 prompt="Still there? I can repeat the question.",
-                routes=("repeat", "continue_without_code"),
+                routes=("repeat", "go_on_without"),
             ),
             Stage(
                 name="close",

@@ -11,7 +11,7 @@ import pytest
 
 from ladder.flow.lint import claims_action, claims_receipt, denies_receipt
 from ladder.flow.wording import lint_wording
-from sessions.flowfiles import check_data, check_file, library_flow_path, library_flows
+from sessions.flowfiles import check_data, check_file, library_flow_path, library_flows, resolve_flow
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 DEFAULT = json.loads(library_flow_path("reference_code").read_text())
@@ -43,7 +43,10 @@ def test_every_shipped_flow_and_every_scenario_flow_passes_the_lint():
         assert report.flow is not None and not report.errors, [p.line() for p in report.problems]
     for path in sorted(SCENARIOS.glob("*.json")):
         flow = json.loads(path.read_text())["flow"]
-        report = check_file(library_flow_path(flow)) if isinstance(flow, str) else check_data(flow, str(path))
+        if isinstance(flow, str):
+            report = check_file(library_flow_path(flow) or resolve_flow(flow, path))
+        else:
+            report = check_data(flow, str(path))
         assert report.flow is not None, [p.line() for p in report.problems]
 
 

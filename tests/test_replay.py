@@ -311,3 +311,30 @@ def test_after_a_lost_input_a_different_decision_is_not_called_drift(tmp_path):
     assert result.first_difference is None
     assert result.not_judged is not None and "which may have been an input" in result.not_judged
     assert f"line {index + 2}" in result.not_judged
+
+
+def test_a_journal_from_before_the_flow_neutral_defaults_replays_clean_under_the_defaults_it_was_recorded_with(tmp_path):
+    # Journals recorded before `ladder_defaults` was written hold a flow document whose
+    # empty ladder took the first defaults (the reference-code wording). Today's sample
+    # writes that wording out; an old journal of it had `"ladder": {}` and no header field.
+    path = next(p for p in SCENARIOS if p.stem == "default_silence_to_safe_close")
+    run_scenario(load_scenario(path), path, record_to=tmp_path / "s")
+    journal = tmp_path / "s" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["ladder_defaults"] == 2
+    document = header["flow_document"]
+    document["ladder"] = {}
+    del document["slots"]["reference_code"]["label"]
+    del header["ladder_defaults"]
+    journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    result = replay(tmp_path / "s")
+    assert result.verdict == "CLEAN", result.describe()
+    # read with today's defaults the same document speaks differently: the field matters
+    header["ladder_defaults"] = 2
+    journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    assert replay(tmp_path / "s").verdict == "DRIFT"
+    header["ladder_defaults"] = 7
+    journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    with pytest.raises(Exception, match="ladder_defaults.*1 or 2"):
+        replay(tmp_path / "s")

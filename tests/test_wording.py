@@ -31,7 +31,7 @@ def test_the_alternative_route_is_composed_from_the_routes_available_now():
     said = [p.text for p in reminders(asked())]
     assert said[:2] == [
         "Take your time. Would you like more time, or shall I repeat the question?",
-        "If the code isn't to hand, we can carry on without it, or I can repeat the question.",
+        "If you don't have the answer to hand, we can go on without it, or I can repeat the question.",
     ]
 
 
@@ -39,14 +39,14 @@ def test_switching_a_route_off_changes_what_the_agent_says_live():
     c = asked()
     c.handle(SetRouteAvailability("repeat", False), now=2)
     prompts = reminders(c)
-    assert [p.text for p in prompts[:2]] == ["Take your time.", "If the code isn't to hand, we can carry on without it."]
-    assert [p.routes for p in prompts[:2]] == [(), ("continue_without_code",)]
+    assert [p.text for p in prompts[:2]] == ["Take your time.", "If you don't have the answer to hand, we can go on without it."]
+    assert [p.routes for p in prompts[:2]] == [(), ("go_on_without",)]
 
 
 def test_with_no_route_left_the_sentence_is_dropped_and_an_empty_prompt_is_a_quiet_wait():
     c = asked()
     c.handle(SetRouteAvailability("repeat", False), now=2)
-    c.handle(SetRouteAvailability("continue_without_code", False), now=3)
+    c.handle(SetRouteAvailability("go_on_without", False), now=3)
     prompts = reminders(c)
     assert [p.stage for p in prompts] == ["gentle_check", "safe_close"]  # nothing left to say at alternative_route
     assert "{" not in " ".join(p.text for p in prompts)

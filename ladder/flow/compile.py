@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from ..policy import LadderPolicy, Route
+from ..policy import LadderPolicy, Route, default_routes, default_stages, route_role
 from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, Path
 from .guards import Guard
 from .lint import lint_flow
@@ -71,7 +71,61 @@ def stage_timing(stage: StageSpec) -> Timing | None:
 # -- compiling ------------------------------------------------------------------
 
 
-def compile_flow(spec: FlowSpec) -> CompiledFlow:
+# Which defaults a flow's ladder takes. 2: wording that names no flow's things (`{slot}`,
+# the flow's own routes). 1: the defaults before that, which spoke of a reference code:
+# journals recorded under them (a header without `ladder_defaults`) replay with them.
+LADDER_DEFAULTS = 2
+LADDER_DEFAULTS_V1 = {
+    "stages": [
+        {"name": "quiet_wait", "wait_ms": 8000},
+        {"name": "gentle_check", "wait_ms": 10000, "routes": ["repeat"],
+         "prompt": "Take your time. Would you like more time, or shall I repeat the question?"},
+        {"name": "alternative_route", "wait_ms": 10000, "routes": ["continue_without_code", "repeat"],
+         "prompt": "If the code isn't to hand, {routes}."},
+        {"name": "safe_close", "wait_ms": 4000, "closes": True,
+         "prompt": "I haven't received the reference code, so nothing has been changed. You can call back whenever you have it."},
+    ],
+    "routes": [
+        {"id": "repeat", "label": "repeat the question", "promises": "the question again", "action": "restate",
+         "offer": "I can repeat the question"},
+        {"id": "continue_without_code", "label": "continue without the code",
+         "promises": "carry on without the reference code", "offer": "we can carry on without it"},
+        {"id": "transfer", "label": "transfer to a person", "available": False, "handoff": True,
+         "promises": "a person joins the call", "offer": "I can transfer you to a person"},
+    ],
+    "close_deadline": "I'll end the call here, as we've run out of time. "
+    "The reference code hasn't been received, so nothing has been changed.",
+}
+
+
+def slot_name(slot_id: str, label: str | None) -> str:
+    """How the agent speaks of a slot: its label, else its id in words ("prescription number")."""
+    return label or slot_id.replace("_", " ").replace("-", " ")
+
+
+def _spoken_value(names: list[str]) -> str:
+    """What `{slot}` says for a stage collecting `names`: "your prescription number"."""
+    phrase = " and ".join(names)
+    first = phrase.split(" ", 1)[0].lower()
+    return phrase if first in ("the", "your", "a", "an", "this", "that", "my") else f"your {phrase}"
+
+
+def _default_ladder(spec: FlowSpec, yes_no: bool = False) -> dict:
+    """The default ladder's stages and routes for this flow: its alternative route offers
+    the flow's own go-on-without routes (and its repeat routes), else only a repeat."""
+    routes = spec.routes or tuple(r for r in default_routes() if r.action == "restate")
+    go_on = tuple(r.id for r in routes if route_role(r) == "go_on_without")
+    repeat = tuple(r.id for r in routes if route_role(r) == "repeat")
+    stages = default_stages(yes_no=yes_no, go_on=() if yes_no else go_on, repeat=repeat)
+    data = {"stages": [s.model_dump(mode="json", exclude_defaults=True) | {"name": s.name, "wait_ms": s.wait_ms} for s in stages]}
+    if not spec.routes:
+        data["routes"] = [r.model_dump(mode="json") for r in routes]
+    return data
+
+
+def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> CompiledFlow:
+    """Check and lower `spec`. `ladder_defaults` 1 replays a journal recorded under the old
+    defaults (their wording predates the lint's rule against naming another flow's things)."""
     diags: list[Diagnostic] = []
     tools = {t.name: t for t in spec.tools}
     _check_unique(spec, diags)
@@ -83,6 +137,7 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
     safety = _safety_overlay(spec, diags)
     if safety is not None:
         overlays.append(_layer("safety", safety.stages, ("policies",), diags, safety))
+    main.gotos = frozenset(r.goto for r in spec.routes if r.goto in main.stages)
     roots = main.roots()
     if len(roots) > 1:
         diags.append(
@@ -93,26 +148,51 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
                 "warning",
             )
         )
+    _check_route_destinations(spec, main, diags)
     for layer in (main, *overlays):
         _check_stages(spec, layer, tools, diags)
         in_cycles = _check_cycles(layer, diags)
         _check_reachable(layer, spec.routes, diags, in_cycles)
     _check_can_end(main, diags)
     commit_policies = _check_policies(spec, tools, diags)
-    ladder = _ladder_policy(spec.ladder, spec.routes, ("ladder",), diags)
+    if ladder_defaults == 1:
+        flow_ladder = {**LADDER_DEFAULTS_V1, **spec.ladder}
+    else:
+        flow_ladder = {**_default_ladder(spec), **spec.ladder}
+    ladder = _ladder_policy(flow_ladder, spec.routes, ("ladder",), diags)
     stage_policies: dict[str, LadderPolicy] = {}
     if ladder is not None:
         _lint_ladder(ladder, ("ladder",), diags)
         for layer in (main, *overlays):
             for index, sid in enumerate(layer.order):
                 stage = layer.stages[sid]
-                if stage.ladder:
-                    path = (*layer.path, index, "ladder")
-                    merged = _stage_ladder(spec.ladder, stage.ladder, ladder, path, diags)
-                    policy = _ladder_policy(merged, spec.routes, path, diags)
-                    if policy is not None:
-                        stage_policies[sid] = policy
+                yes_no = bool(stage.collect) and all(
+                    spec.slots[c].type == "yes_no" for c in stage.collect if c in spec.slots
+                ) and "stages" not in spec.ladder and ladder_defaults != 1
+                own = stage.ladder
+                if not own and not yes_no:
+                    continue
+                base = flow_ladder if not yes_no else {**flow_ladder, **_default_ladder(spec, yes_no=True)}
+                path = (*layer.path, index, "ladder")
+                base_policy = ladder if not yes_no else _ladder_policy(base, spec.routes, ("ladder",), diags)
+                if base_policy is None:
+                    continue
+                merged = _stage_ladder(base, own, base_policy, path, diags)
+                policy = _ladder_policy(merged, spec.routes, path, diags)
+                if policy is not None:
+                    stage_policies[sid] = policy
+                    if own:
                         _lint_ladder(policy, path, diags)
+        # `{slot}`: each collecting stage's ladder speaks of its own value by name,
+        # unless its ladder says otherwise
+        for layer in (main, *overlays):
+            for sid in layer.order:
+                stage = layer.stages[sid]
+                if not stage.collect or "slot" in stage.ladder or "slot" in spec.ladder:
+                    continue
+                names = [slot_name(c, spec.slots[c].label if c in spec.slots else None) for c in stage.collect]
+                policy = stage_policies.get(sid, ladder)
+                stage_policies[sid] = policy.model_copy(update={"slot": _spoken_value(names)})
     route_gotos = {}
     for i, route in enumerate(spec.routes):
         if route.goto is not None:
@@ -143,12 +223,35 @@ def compile_flow(spec: FlowSpec) -> CompiledFlow:
         route_gotos=route_gotos,
         warnings=[d for d in diags if d.severity == "warning"],
         _stage_policies=stage_policies,
+        ladder_defaults=ladder_defaults,
     )
     wording = lint_flow(flow)  # the prompt lint: wording refused like any other error
     if any(d.severity == "error" for d in wording):
         raise FlowCompileError(diags + wording)
     flow.warnings.extend(wording)
     return flow
+
+
+def _check_route_destinations(spec: FlowSpec, main: Layer, diags: list[Diagnostic]) -> None:
+    """A route's destination that also comes after another stage starts when that stage
+    completes, whether the caller took the route or not."""
+    index = _first_index(main)
+    for route in spec.routes:
+        target = route.goto
+        if target not in index or not main.after[target]:
+            continue
+        before = sorted(main.after[target], key=index.__getitem__)
+        stage = main.stages[target]
+        where = ("stages", index[target], "after") if stage.after else ("stages", index[before[0]], "next")
+        diags.append(
+            Diagnostic(
+                where,
+                f"stage {target!r} is where route {route.id!r} leads, and it also comes after "
+                f"{', '.join(repr(b) for b in before)}, so it starts whenever that completes, route taken or not; "
+                f"remove the {'after' if stage.after else 'next'} that leads to it (a route's destination needs none)",
+                "warning",
+            )
+        )
 
 
 def _check_unique(spec: FlowSpec, diags: list[Diagnostic]) -> None:

@@ -54,6 +54,8 @@ class Layer:
     trigger: Guard | None = None
     resume: str = "previous"
     path: Path = ()
+    # stages only a fallback route leads to (its goto): they start when it is taken
+    gotos: frozenset[str] = frozenset()
     # stage -> stages that may follow it (after, next and escalation edges), built once:
     # rescanning every edge per step made compiling cubic in the number of stages.
     # The edges are fixed once the layer is built.
@@ -69,7 +71,9 @@ class Layer:
         self._successors = successors
 
     def roots(self) -> list[str]:
-        special = set(self.escalations.values())
+        """The stages a call starts at: none comes before them, and neither an
+        escalation nor a route leads to them."""
+        special = set(self.escalations.values()) | self.gotos
         return [s for s in self.order if not self.after[s] and s not in special]
 
     def terminals(self) -> list[str]:
@@ -92,6 +96,7 @@ class CompiledFlow:
     route_gotos: dict[str, str]
     warnings: list[Diagnostic] = field(default_factory=list)
     _stage_policies: dict[str, LadderPolicy] = field(default_factory=dict)
+    ladder_defaults: int = 2  # the ladder defaults the flow was read with (compile.LADDER_DEFAULTS)
 
     def layer(self, name: str) -> Layer:
         return self.main if name == MAIN else next(o for o in self.overlays if o.name == name)

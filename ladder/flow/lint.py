@@ -139,6 +139,36 @@ _CLAIMED_RECEIPT = {"received", "got", "have", "heard", "confirmed", "recorded",
 _CLAIMED_ACTION = ("looked up", "look up", "checked", "found", "changed", "updated", "processed", "booked", "cancelled", "verified")
 
 
+# nouns for the things a voice flow asks callers for: ladder wording that speaks of
+# one the flow never names (no slot, stage, route or tool of its own says it) was
+# written for another flow ("the reference code" in a prescription refill)
+THING_NOUNS = frozenset({
+    "code", "reference", "number", "account", "pin", "password", "passcode", "postcode", "zip",
+    "address", "birth", "birthday", "surname", "order", "booking", "reservation", "appointment",
+    "prescription", "policy", "claim", "ticket", "serial", "membership", "card", "licence",
+    "license", "passport", "registration", "invoice", "receipt", "tracking", "parcel", "package",
+    "email", "payment", "id", "letter", "vehicle", "plate", "meter", "voucher", "coupon", "iban",
+    "sort", "balance", "contract", "subscription", "delivery", "insurance", "patient", "bill",
+})
+
+
+def flow_vocabulary(flow: CompiledFlow) -> frozenset[str]:
+    """Every word the flow's own things are named with: slots (ids, labels, mentions),
+    stages' words, routes, tools, the title."""
+    spec = flow.spec
+    texts = [spec.title, spec.name.replace("_", " ")]
+    for slot_id, slot in spec.slots.items():
+        texts += [slot_id.replace("_", " "), slot.label or "", *slot.mentions]
+    for layer in (flow.main, *flow.overlays):
+        for sid, stage in layer.stages.items():
+            texts += [sid.replace("_", " "), stage.say or "", stage.verbatim or ""]
+    for route in spec.routes:
+        texts += [route.id.replace("_", " "), route.label, route.offer, route.promises, *route.mentions]
+    for tool in spec.tools:
+        texts += [tool.name.replace("_", " "), tool.description]
+    return frozenset(w for text in texts for w in _word_tuple(text))
+
+
 _NONE = {"nothing", "nobody", "none", "neither", "nor", "without", "yet"}
 
 
@@ -214,6 +244,7 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
     facts = {k for layer in (flow.main, *flow.overlays) for st in layer.stages.values() for k in st.sets}
     routes = {r.id: r for r in flow.ladder.routes}
     gotos = {r.id: r.goto for r in spec.routes}
+    vocabulary = flow_vocabulary(flow)
 
     def check_text(w: Wording, policy: LadderPolicy, upstream: set[str] | None, label: str) -> None:
         if not w.text.strip():
@@ -229,6 +260,8 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                 continue
             if name == "route" and w.role == "route_unavailable":
                 continue
+            if name == "slot" and w.role not in ("say", "verbatim", "handoff") and "slot" not in slots:
+                continue  # the ladder's pending value by its spoken name
             if name in slots or name in facts:
                 if upstream is not None and name in slots and name not in upstream:
                     add(w.path, f"{label}: placeholder {{{name}}} names a slot that no stage before this one collects, "
@@ -238,6 +271,12 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
             hint = f"did you mean {{{close[0]}}}?" if close else (
                 "declared slots: " + ", ".join(sorted(slots)) if slots else "the flow declares no slots")
             add(w.path, f"{label}: placeholder {{{name}}} names no slot; {hint}")
+        if w.role not in ("say", "verbatim", "handoff") and flow.ladder_defaults != 1:
+            strangers = [t for t in dict.fromkeys(_word_tuple(w.text)) if t in THING_NOUNS and t not in vocabulary]
+            if strangers:
+                add(w.path, f"{label} speaks of {', '.join(repr(t) for t in strangers)}, which this flow neither "
+                    "collects nor names (no slot, stage, route or tool of it says it); say {slot} for the value "
+                    "the question asks for, or give the slot a 'label' or 'mentions' with that name")
         lowered = " ".join(_words(w.text))
         for phrase in BLAMING:
             if " ".join(_words(phrase)) in lowered:

@@ -87,6 +87,9 @@ class Slot(_Spec):
     type: Literal["digits", "yes_no", "number", "text"]
     min_length: Int | None = Field(default=None, ge=1)  # digits: fewer is a partial answer
     max_length: Int | None = Field(default=None, ge=1)
+    # how the agent speaks of the value ("prescription number"): the default ladder's
+    # `{slot}`; the id in words when absent
+    label: str | None = Field(default=None, min_length=1, max_length=80)
     # wording that names this slot's question besides its id's words ("the code"), for
     # the prompt lint: per-question ladders and honest closes
     mentions: tuple[str, ...] = ()
