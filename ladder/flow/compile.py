@@ -143,8 +143,9 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
         diags.append(
             Diagnostic(
                 ("stages",),
-                f"the flow starts at {len(roots)} stages at once ({', '.join(roots)}); "
-                "give all but the first an 'after' or make them a 'next'",
+                f"the flow starts at {len(roots)} stages at once ({', '.join(roots)}): they all begin when the "
+                f"call does; put {', '.join(repr(r) for r in roots[1:])} in the chain: make each the 'next' of "
+                "the stage it follows, with that stage's old 'next' as its own",
                 "warning",
             )
         )
@@ -507,7 +508,8 @@ def _check_policies(spec: FlowSpec, tools: dict[str, ToolSpec], diags: list[Diag
             for j, intent in enumerate(policy.intents):
                 if intent not in spec.intents:
                     diags.append(
-                        Diagnostic(("policies", i, "intents", j), f"intent {intent!r} has no example phrases, so it is never recognised", "warning")
+                        Diagnostic(("policies", i, "intents", j), f"intent {intent!r} has no example phrases, so it is never recognised; "
+                                   f"give it some under \"intents\" (\"{intent}\": [\"...\"])", "warning")
                     )
     return commits
 
@@ -571,7 +573,7 @@ def _stage_ladder(flow_ladder: dict, own: dict, base: LadderPolicy, path: Path, 
             diags.append(
                 Diagnostic(
                     (*path, "prompts", name),
-                    f"the ladder has no stage {name!r} (it has {', '.join(repr(n) for n in by_name)}), so this wording is never spoken",
+                    f"the ladder has no stage {name!r}, so this wording is never spoken; name one of its stages: {', '.join(repr(n) for n in by_name)}",
                     "warning",
                 )
             )
@@ -598,7 +600,8 @@ def _lint_ladder(policy: LadderPolicy, path: Path, diags: list[Diagnostic]) -> N
                 diags.append(
                     Diagnostic(
                         (*path, "stages", i, "routes"),
-                        f"stage {stage.name!r} lists unavailable route {route.id!r}; it will not be offered",
+                        f"stage {stage.name!r} lists unavailable route {route.id!r}, so it is not offered; switch it on "
+                        "(\"available\": true) if the call can take it, or leave it out of the stage's routes",
                         "warning",
                     )
                 )

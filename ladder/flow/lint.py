@@ -280,7 +280,7 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
         lowered = " ".join(_words(w.text))
         for phrase in BLAMING:
             if " ".join(_words(phrase)) in lowered:
-                add(w.path, f"{label} blames the caller (\u201c{phrase}\u201d)", "warning")
+                add(w.path, f"{label} blames the caller (\u201c{phrase}\u201d); say what happened, not what the caller did wrong", "warning")
                 break
         if w.role == "route_unavailable":
             return  # it names the unavailable route by design, through {route}
@@ -317,7 +317,7 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
         estimate = max(1, len(w.text.split())) * policy.ms_per_word
         if not stage.closes and estimate > stage.wait_ms:
             add(w.path, f"stage {stage.name!r}: its prompt lasts about {estimate / 1000:.1f}s, longer than the "
-                f"stage's {stage.wait_ms / 1000:g}s wait", "warning")
+                f"stage's {stage.wait_ms / 1000:g}s wait; shorten it or give the stage a longer 'wait_ms'", "warning")
 
     # the flow's own ladder
     for w in _ladder_wordings(flow.ladder, ("ladder",)):
