@@ -22,7 +22,7 @@ from sessions.scenarios import (
     run_scenario,
 )
 
-from ._app import app, check_record_folder, err, fail, out
+from ._app import app, check_new_file, check_record_folder, err, fail, out, write_new_file
 
 # File names, field values and messages are the user's text: they are printed as
 # rich Text, never parsed as console markup ("[/]x.json" is a file name, not a tag).
@@ -72,6 +72,84 @@ def flow_check(
         )
     if refused:
         raise typer.Exit(2)  # a refused flow is bad input, as everywhere in the CLI
+
+
+@flow_app.command("new")
+def flow_new(
+    file: Annotated[Path, typer.Argument(help="The flow file to write (it must not exist).", show_default=False)],
+    slot: Annotated[str | None, typer.Option("--slot", help="The slot the flow asks for (an id: prescription_number).")] = None,
+    slot_type: Annotated[
+        str | None, typer.Option("--type", help="What the slot holds: digits, number, text or yes_no.")
+    ] = None,
+    min_length: Annotated[int | None, typer.Option("--min-length", help="digits: the fewest a complete answer has.")] = None,
+    max_length: Annotated[int | None, typer.Option("--max-length", help="digits: the most a complete answer has.")] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="How the agent says the slot (\"prescription number\"); its id in words if unset.")
+    ] = None,
+) -> None:
+    """Start a flow of your own: one question for one slot, its read-back, a route to go
+    on without it, closes that say what is true; plus a scenario that rehearses it.
+
+    Writes FILE and, beside it, FILE's name with .scenario.json. What is not given as a
+    flag is asked for when Lull runs at a terminal. Nothing that exists is overwritten.
+
+    Examples:
+      lull flow new refill.json --slot prescription_number --type digits --min-length 6 --max-length 7
+      lull flow new booking.json
+    """
+    import sys
+
+    from ladder.flow.scaffold import SLOT_ID, scaffold_flow, scaffold_scenario
+
+    types = ("digits", "number", "text", "yes_no")
+    scenario_path = file.with_name(f"{file.name.removesuffix('.json')}.scenario.json")
+    if file.suffix != ".json":
+        fail(f"{file}: a flow file's name ends in .json")
+    check_new_file("FILE", file)
+    check_new_file("scenario", scenario_path)
+    asking = sys.stdin.isatty()
+
+    def need(value, flag: str, question: str, default=None):
+        if value is not None:
+            return value
+        if not asking:
+            fail(f"{flag} is needed: Lull can ask for it only at a terminal (stdin is not one)")
+        return typer.prompt(question, default=default)
+
+    slot = need(slot, "--slot", "The slot the flow asks for (an id, like prescription_number)")
+    if not SLOT_ID.match(slot):
+        fail(f"--slot {slot!r}: expected an id of lowercase letters, digits and _ that starts with a letter")
+    slot_type = need(slot_type, "--type", f"What it holds ({', '.join(types)})", "digits")
+    if slot_type not in types:
+        fail(f"--type {slot_type!r}: expected one of {', '.join(types)}")
+    if slot_type == "digits":
+        if min_length is None and asking:
+            min_length = int(typer.prompt("The fewest digits a complete answer has", default=4, type=int))
+        if max_length is None and asking:
+            max_length = int(typer.prompt("The most digits a complete answer has", default=max(min_length or 4, 8), type=int))
+        for flag, value in (("--min-length", min_length), ("--max-length", max_length)):
+            if value is not None and not 1 <= value <= 64:
+                fail(f"{flag} {value}: expected a count of digits from 1 to 64")
+        if min_length is not None and max_length is not None and max_length < min_length:
+            fail(f"--max-length {max_length} is below --min-length {min_length}, so no answer could fit both")
+    elif min_length is not None or max_length is not None:
+        fail(f"--min-length and --max-length are for digits; a {slot_type} slot has no length")
+    if label is not None and not label.strip():
+        fail("--label is empty; expected how the agent says the slot, like \"prescription number\"")
+    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in file.stem) or "my_flow"
+    if not name[0].isalpha():
+        name = f"flow_{name}"
+    document = scaffold_flow(name, slot, slot_type, min_length, max_length, label and label.strip())  # type: ignore[arg-type]
+    scenario = scaffold_scenario(document, file.name)
+    from sessions.flowfiles import check_data
+
+    report = check_data(document, str(file))
+    if report.flow is None or report.problems:  # the scaffold must pass as written: a Lull bug if not
+        fail(f"{file}: the new flow does not pass its check: {report.problems[0].line()}", code=1)
+    write_new_file("FILE", file, (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode())
+    write_new_file("scenario", scenario_path, (json.dumps(scenario, indent=2, ensure_ascii=False) + "\n").encode())
+    out.print(Text(f"wrote {file} (flow {name!r}: asks for {slot}, {slot_type}) and {scenario_path}"), highlight=False, soft_wrap=True)
+    out.print(Text(f"next: lull flow check {file}; lull simulate {scenario_path}; lull rehearse {file}"), highlight=False, soft_wrap=True)
 
 
 @flow_app.command("schema")

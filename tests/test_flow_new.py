@@ -1,0 +1,74 @@
+"""`lull flow new`: a designer starts from a scaffold of their own slot, not a copy of the
+sample; what it writes passes check and rehearses, and nothing that exists is overwritten."""
+
+import json
+import os
+import subprocess
+
+import pytest
+from test_cli import LULL, lull
+
+from ladder.flow.scaffold import scaffold_flow, scaffold_scenario
+from sessions.flowfiles import check_data
+from sessions.scenarios import load_scenario, run_scenario
+
+
+@pytest.mark.parametrize("kind", ["digits", "number", "text", "yes_no"])
+def test_every_kind_of_slot_scaffolds_a_flow_that_passes_check_and_its_scenario(kind, tmp_path):
+    document = scaffold_flow("booking", "booking_reference", kind, label="booking reference")
+    report = check_data(document, "booking.json")
+    assert report.flow is not None and report.problems == [], [p.line() for p in report.problems]
+    (tmp_path / "booking.json").write_text(json.dumps(document))
+    scenario_path = tmp_path / "booking.scenario.json"
+    scenario_path.write_text(json.dumps(scaffold_scenario(document, "booking.json")))
+    outcome = run_scenario(load_scenario(scenario_path), scenario_path)
+    assert outcome.passed, outcome.failures
+    assert "reference code" not in json.dumps(document)
+
+
+def test_the_command_writes_the_flow_and_its_scenario_which_pass(tmp_path):
+    result = lull("flow", "new", str(tmp_path / "refill.json"), "--slot", "prescription_number",
+                  "--type", "digits", "--min-length", "6", "--max-length", "7")
+    assert result.returncode == 0, result.stderr
+    flow = json.loads((tmp_path / "refill.json").read_text())
+    assert flow["slots"]["prescription_number"] == {"type": "digits", "label": "prescription number",
+                                                    "min_length": 6, "max_length": 7}
+    assert lull("flow", "check", str(tmp_path / "refill.json")).returncode == 0
+    simulated = lull("simulate", str(tmp_path / "refill.scenario.json"))
+    assert simulated.returncode == 0 and "1 of 1 scenarios passed" in simulated.stdout, simulated.stdout
+
+
+def test_nothing_that_exists_is_overwritten_and_bad_flags_get_one_line(tmp_path):
+    target = tmp_path / "mine.json"
+    target.write_text("my own work")
+    result = lull("flow", "new", str(target), "--slot", "code", "--type", "digits")
+    assert result.returncode == 2 and "the file exists" in result.stderr
+    assert target.read_text() == "my own work"
+    for args, says in [
+        (("--slot", "Bad Id"), "expected an id of lowercase letters"),
+        (("--slot", "pin", "--type", "colour"), "expected one of digits, number, text, yes_no"),
+        (("--slot", "pin", "--type", "digits", "--min-length", "8", "--max-length", "4"), "below --min-length 8"),
+        (("--slot", "pin", "--type", "text", "--min-length", "3"), "are for digits"),
+        ((), "--slot is needed"),
+    ]:
+        result = lull("flow", "new", str(tmp_path / "fresh.json"), *args)
+        assert result.returncode == 2, (args, result.stdout)
+        assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "fresh.json").exists()
+
+
+def test_at_a_terminal_what_is_not_given_is_asked_for(tmp_path):
+    # a pseudo-terminal as stdin: the designer types the answers
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([LULL, "flow", "new", str(tmp_path / "asked.json")], stdin=follower,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    os.close(follower)
+    os.write(leader, b"member_id\ndigits\n5\n9\n")
+    stdout, stderr = proc.communicate(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, stderr.decode()
+    flow = json.loads((tmp_path / "asked.json").read_text())
+    assert flow["slots"]["member_id"] == {"type": "digits", "label": "member id", "min_length": 5, "max_length": 9}
