@@ -167,7 +167,12 @@ RULES = {
     "will be rejected as stale.",
     "hold_armed": "The caller asked to wait: a bounded hold replaces the ordinary window (L6); the pending "
     "question and the episode bound stay.",
-    "hold_expired": "The hold reached hold_ms (L6).",
+    "hold_expired": "The hold ran its length (hold_ms, or with a still-waiting cadence the rest of the hold budget) "
+    "and the ladder checks in (L6).",
+    "still_waiting_armed": "While the caller holds, the next still-waiting line is due after still_waiting_ms, with "
+    "its own generation: the caller's return or any newer event makes it stale (L3, L6).",
+    "still_waiting": "The still-waiting cadence came due with its generation current: a short line keeps the "
+    "holding caller company; the hold itself runs on.",
     "hold_budget_exhausted": "The episode's hold budget is used up, so no further hold is granted (L6).",
     "episode_deadline": "The episode's total bound (episode_ms) ended it, even during a hold or with no timer armed (L12).",
     "episode_started": "A new question opened a silence episode with its own limits (L1).",
@@ -206,6 +211,9 @@ def explain(record: dict) -> str:
             return f"The ladder reached stage {record.get('stage')}, whose prompt this is (L4)."
         if kind == "acknowledgement":
             return "A wait request in a new pause is acknowledged once (W3)."
+        if kind == "still_waiting":
+            return ("The caller is holding: a still-waiting line at the cadence (still_waiting_ms) keeps them "
+                    "company until the hold budget is used (L6).")
         if kind == "restate":
             return "The caller is ready but gave no answer: the pending question is restated briefly (L7)."
         return f"The flow asked for a {kind} prompt."

@@ -20,15 +20,8 @@ from ladder.flow.locate import value_positions
 from ladder.policy import LadderPolicy
 from sessions.flowfiles import check_data
 
-# wording that makes the caller the problem (seed 000: "without accusing the caller")
-BLAMING = (
-    "you didn't", "you did not", "you failed", "you forgot", "you haven't said",
-    "you have not said", "your fault", "speak up", "you're not listening",
-    "you are not listening", "you must answer", "you need to answer", "i told you",
-)
-
 LADDER_TEXTS = (
-    "acknowledgement", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
+    "acknowledgement", "still_waiting", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
     "close_deadline", "close_tool_failed", "route_unavailable", "routes_available",
 )
 

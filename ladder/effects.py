@@ -16,6 +16,7 @@ PromptKind = Literal[
     "restate",  # the question again, briefly (repeat request, ready, channel repaired)
     "reminder",  # a ladder stage prompt (gentle check, alternative route)
     "acknowledgement",  # "Sure, take your time." once per pause (W3)
+    "still_waiting",  # "I'm still here": during a hold, at the still-waiting cadence
     "filler",  # tool still running (L10)
     "reprompt",  # words not understood (no-match), or the missing-response watchdog (W2)
     "route_unavailable",  # the caller asked for a route that does not exist now

@@ -31,6 +31,7 @@ INTENTS: tuple[str, ...] = Intent.__args__  # type: ignore[attr-defined]
 TimerKind = Literal[
     "window",  # the listening window of the current ladder stage
     "hold",  # the bounded explicit hold
+    "still_waiting",  # during a hold: the next "I'm still here" line (the cadence)
     "playback_estimate",  # no completion observed: arm from the estimate instead
     "filler",  # tool running past filler_after_ms
     "recovery",  # channel recovery gives up

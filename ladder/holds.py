@@ -31,7 +31,24 @@ class Holds:
     def _hold_allowance(self) -> float:
         ep = self.episode
         assert ep is not None
-        return min(self.policy.hold_ms, self.policy.hold_budget_ms - ep.hold_used_ms)
+        left = self.policy.hold_budget_ms - ep.hold_used_ms
+        # with a still-waiting cadence the hold keeps the caller company to its budget
+        return left if self.policy.still_waiting_ms is not None else min(self.policy.hold_ms, left)
+
+    def _arm_still_waiting(self, origin: str) -> None:
+        """The next still-waiting line, if it can be said before the hold ends."""
+        every, ep = self.policy.still_waiting_ms, self.episode
+        if every is None or ep is None or ep.hold_until is None:
+            return
+        line_ms = max(1, len(self.policy.still_waiting.split())) * self.policy.ms_per_word
+        due = self.now + every
+        if due + line_ms <= ep.hold_until:
+            self._arm("still_waiting", due, origin)
+
+    def _fire_still_waiting(self, timer: Timer) -> None:
+        # said while the hold runs on: the hold's own timer still ends it at the budget
+        self._trace("still_waiting", "cadence", generation=timer.generation)
+        self._request_prompt("still_waiting", self.policy.still_waiting, on_complete="still_waiting")
 
     def _start_hold(self, origin: str) -> None:
         ep = self.pending_episode
@@ -49,6 +66,7 @@ class Holds:
         ep.hold_started_at = self.now
         ep.hold_until = self.now + allowance
         self._arm("hold", ep.hold_until, origin)
+        self._arm_still_waiting(origin)
         self._set_state(State.HELD, f"hold_{origin}")
 
     def _end_hold_accounting(self) -> None:
@@ -102,6 +120,7 @@ class Holds:
             # decision first: the acknowledgement waits for the turn to close
             self._end_hold_accounting()
             self._disarm("hold", "wait_request")
+            self._disarm("still_waiting", "wait_request")
             ep.held = True
             self._set_state(State.HELD, "wait_decision_before_turn_end")
             return

@@ -227,11 +227,16 @@ def default_routes() -> tuple[Route, ...]:
 
 # the policy's own wording besides its stages' prompts
 LADDER_TEXT_FIELDS = (
-    "acknowledgement", "filler", "reprompt", "route_unavailable", "routes_available",
+    "acknowledgement", "still_waiting", "filler", "reprompt", "route_unavailable", "routes_available",
     "channel_recovery", "close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
 )
 # the texts that end a call
 CLOSE_TEXT_FIELDS = ("close_failed_input", "close_pending", "close_tool_failed", "close_deadline")
+
+
+# fields added after journals were first written, whose default changes what a policy
+# does: a recorded policy without them did what these values do (replay reads it so)
+ABSENT_FROM_OLD_POLICIES = {"still_waiting_ms": None}
 
 
 class LadderPolicy(_Frozen):
@@ -241,8 +246,13 @@ class LadderPolicy(_Frozen):
     routes: tuple[Route, ...] = Field(default_factory=default_routes)
     reset: dict[str, ResetRule] = Field(default_factory=default_reset_table)
     episode_ms: PositiveFloat = 120_000  # total bound of one silence episode (L12)
-    hold_ms: PositiveFloat = 30_000  # one explicit hold (L6)
+    hold_ms: PositiveFloat = 30_000  # one explicit hold (L6), when no still-waiting cadence is set
     hold_budget_ms: PositiveFloat = 90_000  # all holds of one episode together
+    # the still-waiting cadence: while a caller holds, a short line every this many ms,
+    # and the hold goes on until the budget is used (Lex V2's wait-and-continue); only
+    # then the check-in. None: one hold of hold_ms, then the check-in.
+    still_waiting_ms: PositiveFloat | None = 30_000
+    still_waiting: PromptText = "I'm still here. Take your time."
     max_restarts: int = Field(default=1, ge=0)  # stage restarts / deadline resets
     recovery_ms: PositiveFloat = 8_000  # channel recovery before a safe close (L9)
     filler_after_ms: PositiveFloat = 1_500  # tool wait before the filler cue (L10)
@@ -331,6 +341,7 @@ class LadderPolicy(_Frozen):
                 raise ValueError(f"reset.{intent}: only words that were not understood get a reprompt")
         if self.hold_ms > self.hold_budget_ms:
             raise ValueError("hold_ms: one hold cannot exceed hold_budget_ms")
+
         return self
 
     def route(self, route_id: str) -> Route | None:

@@ -16,7 +16,7 @@ from .events import (
     PromptSent,
 )
 from .policy import SLOT_PLACEHOLDER, drop_placeholders
-from .states import FINAL_PROMPT_STATUSES, PromptRecord, PromptStatus
+from .states import FINAL_PROMPT_STATUSES, PromptRecord, PromptStatus, State
 
 
 class Prompting:
@@ -107,6 +107,8 @@ class Prompting:
             self._arm_window(origin)
         elif action == "hold":
             self._start_hold(origin)
+        elif action == "still_waiting" and self.state is State.HELD:
+            self._arm_still_waiting(origin)  # the next line counts from this one's end
         elif action == "close":
             self._commit_close()
 

@@ -140,7 +140,7 @@ class PromptRecord:
     requested_at: float = 0.0
     estimate_ms: float = 0.0
     duration_ms: float | None = None
-    on_complete: str | None = None  # window / hold / close / None
+    on_complete: str | None = None  # window / hold / still_waiting / close / None
     completion_estimated: bool = False  # the boundary was taken from the estimate
     started_at: float | None = None
     # L8: a reminder that noise already cancelled once is requested again and plays

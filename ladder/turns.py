@@ -44,7 +44,7 @@ class Turns:
                 # L8: noise already cut this reminder once; it plays on until the turn
                 # is understood as speech addressed to the agent
                 self._trace("prompt_kept", "noise_proof_reminder", token=record.token)
-                for kind in ("window", "hold"):
+                for kind in ("window", "hold", "still_waiting"):
                     self._disarm(kind, reason)
                 self._set_state(State.HEARING, reason)
                 return
@@ -208,6 +208,7 @@ class Turns:
                 self.episode.hold_started_at = self.now
                 self.episode.hold_until = max(suspended.due, self.now)
                 self._arm("hold", self.episode.hold_until, "resumed")
+                self._arm_still_waiting("resumed")
                 self._set_state(State.HELD, f"resume_after_{intent}")
             else:
                 self._arm_window("resumed", max(suspended.due, self.now))

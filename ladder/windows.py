@@ -42,7 +42,7 @@ class Windows:
     def _invalidate_no_input(self, reason: str) -> None:
         """Resumption, holds, tools, recovery: no queued no-input callback may act."""
         self._end_hold_accounting()
-        for kind in ("window", "hold", "playback_estimate"):
+        for kind in ("window", "hold", "still_waiting", "playback_estimate"):
             self._disarm(kind, reason)
         # a bumped generation also makes any callback queued before this point stale
         self._generation += 1

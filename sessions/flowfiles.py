@@ -24,7 +24,13 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow, Diagnostic, FlowCompileError, compile_flow
+from ladder.flow.compile import (
+    LADDER_DEFAULTS,
+    CompiledFlow,
+    Diagnostic,
+    FlowCompileError,
+    compile_flow,
+)
 from ladder.flow.locate import duplicate_keys, value_positions
 from ladder.flow.spec import FlowSpec
 

@@ -46,6 +46,7 @@ from ladder import EVENT_TYPES, Controller, LadderPolicy, event_from_dict
 from ladder.effects import Effect, Trace
 from ladder.flow.compile import LADDER_DEFAULTS
 from ladder.flow.runtime import FlowRuntime
+from ladder.policy import ABSENT_FROM_OLD_POLICIES
 from ladder.states import ProtocolError
 
 from .flowfiles import FlowFileError, check_data, load_flow
@@ -285,7 +286,8 @@ def build_core(journal: Journal, flow_override=None):
         if not isinstance(header.get("ladder_policy"), dict):
             raise ReplayError(f"{journal.path} line 1: an incident session's header needs field 'ladder_policy' (an object)")
         try:
-            return Controller(LadderPolicy.model_validate(header["ladder_policy"]))
+            # a policy recorded before a field existed did what its old behaviour does
+            return Controller(LadderPolicy.model_validate({**ABSENT_FROM_OLD_POLICIES, **header["ladder_policy"]}))
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(p) for p in error["loc"])

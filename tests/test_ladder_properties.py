@@ -213,6 +213,7 @@ def small_policy() -> LadderPolicy:
         episode_ms=9_000,
         hold_ms=1_500,  # a full hold leaves 500 ms of budget: partial and exhausted holds
         hold_budget_ms=2_000,
+        still_waiting_ms=None,  # one hold of hold_ms at a time (the cadence has its own policy below)
         recovery_ms=2_500,
         filler_after_ms=400,
         watchdog_ms=1_200,
@@ -971,11 +972,20 @@ class LadderMachine(RuleBasedStateMachine):
                 f"hold_budget_ms={self.policy.hold_budget_ms}",
             )
         hold = self.c.timers.get("hold")
+        # one hold lasts hold_ms; with a still-waiting cadence it keeps the caller
+        # company to the budget, so the budget bounds it (checked above, when it ends)
+        longest = self.policy.hold_ms if self.policy.still_waiting_ms is None else self.policy.hold_budget_ms
         if hold is not None:
             self.check(
-                hold.due - hold.armed_at <= self.policy.hold_ms,
+                hold.due - hold.armed_at <= longest,
                 f"invariant 7: hold #{hold.generation} armed at {hold.armed_at} for "
-                f"{hold.due - hold.armed_at} ms (> hold_ms {self.policy.hold_ms})",
+                f"{hold.due - hold.armed_at} ms (> {longest})",
+            )
+        still = self.c.timers.get("still_waiting")
+        if still is not None:
+            self.check(
+                hold is not None and still.due < hold.due,
+                f"invariant 7: still-waiting line #{still.generation} due at {still.due} outside a hold ({hold})",
             )
 
     @invariant()
@@ -1005,6 +1015,16 @@ class LadderMachine(RuleBasedStateMachine):
 
 class SmallPolicyLadderMachine(LadderMachine):
     POLICY = small_policy()
+
+
+class CadencePolicyLadderMachine(LadderMachine):
+    # the small policy with a still-waiting cadence: holds run to the budget with lines
+    # every 600 ms, racing the caller's turns, the deadline and the media
+    POLICY = small_policy().model_copy(update={"still_waiting_ms": 600.0})
+
+
+class TestLadderPropertiesCadencePolicy(CadencePolicyLadderMachine.TestCase):
+    settings = SETTINGS
 
 
 class TestLadderPropertiesDefaultPolicy(LadderMachine.TestCase):

@@ -129,9 +129,11 @@ def test_inactivity_handling_continues_during_a_wait():
     call.say("wait_request", 3000, end_first=False)
     call.send(PlaybackCompleted(call.token_of("acknowledgement")), 4000)
     hold = call.c.timer("hold")
-    assert hold.due == 4000 + call.c.policy.hold_ms
+    # the default still-waiting cadence keeps the caller company to the hold budget
+    assert hold.due == 4000 + call.c.policy.hold_budget_ms
+    assert call.c.next_deadline() == call.c.timer("still_waiting").due == 4000 + call.c.policy.still_waiting_ms
     call.fire_due(hold.due)
-    assert [p.stage for p in call.prompts(call.last)] == ["gentle_check"]  # a check-in
+    assert [p.stage for p in call.prompts(call.last) if p.kind == "reminder"] == ["gentle_check"]  # a check-in
 
 
 def test_a_rejected_acknowledgement_restores_inactivity_handling():
@@ -140,7 +142,7 @@ def test_a_rejected_acknowledgement_restores_inactivity_handling():
     call.send(PromptFailed(call.token_of("acknowledgement"), "tts_error"), 3100)
     hold = call.c.timer("hold")
     assert hold is not None and hold.origin == "prompt_failed"
-    assert call.c.next_deadline() == hold.due
+    assert call.c.next_deadline() == min(hold.due, call.c.timer("still_waiting").due)
 
 
 def test_a_cancelled_acknowledgement_before_playback_restores_inactivity_handling():

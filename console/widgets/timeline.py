@@ -67,7 +67,13 @@ class TimelineModel:
             span = Span(timer, at, due=r.get("due"), label=f"g{r.get('generation')}")
             self.spans.append(span)
             self._open[("timer", timer)] = span
-        elif kind in ("timer_fired", "timer_invalidated") and r.get("timer") in ("window", "hold"):
+        elif kind == "still_waiting_armed":
+            # the hold's cadence: a mark on the hold row where its next line is due
+            self._close(("timer", "still_waiting"), at, "rearmed")
+            span = Span("still", at, due=r.get("due"), label=f"g{r.get('generation')}")
+            self.spans.append(span)
+            self._open[("timer", "still_waiting")] = span
+        elif kind in ("timer_fired", "timer_invalidated") and r.get("timer") in ("window", "hold", "still_waiting"):
             span = self._open.get(("timer", r["timer"]))
             if span is not None and span.label == f"g{r.get('generation')}":
                 self._close(("timer", r["timer"]), at, "fired" if kind == "timer_fired" else "invalidated")
@@ -154,6 +160,11 @@ class TimelineModel:
                     paint("agent", span.end, span.end, "/", "magenta")
                 elif span.how == "estimated":
                     paint("agent", span.end, span.end, "?", "yellow")
+            elif span.row == "still":
+                if span.how == "fired":
+                    paint("hold", span.end, span.end, "◆", "bold yellow")
+                elif span.end is None and span.due is not None:
+                    paint("hold", span.due, span.due, "◇", "yellow")
             elif span.row == "caller":
                 paint("caller", span.start, span.end if span.end is not None else now, "▒", "green")
             elif span.row == "tools":
@@ -180,7 +191,7 @@ class TimelineModel:
         text.append(" " * LABEL + "".join(marks), style="dim")
         text.append("\n")
         text.append(
-            "━ window/hold (gNN: generation) ╌ still armed ✕ fired ┤ invalidated  · queued █ playing "
+            "━ window/hold (gNN: generation) ╌ still armed ✕ fired ┤ invalidated ◇◆ still-waiting due/said  · queued █ playing "
             "✗ cancelled / cut ? estimated  ▒ caller  ≈ tool  │ " + ("cursor" if cursor is not None else "now"),
             style="dim",
         )

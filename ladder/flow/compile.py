@@ -14,7 +14,14 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from ..policy import LadderPolicy, Route, default_routes, default_stages, route_role
+from ..policy import (
+    ABSENT_FROM_OLD_POLICIES,
+    LadderPolicy,
+    Route,
+    default_routes,
+    default_stages,
+    route_role,
+)
 from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, Path
 from .guards import Guard
 from .lint import lint_flow
@@ -95,6 +102,7 @@ LADDER_DEFAULTS_V1 = {
     ],
     "close_deadline": "I'll end the call here, as we've run out of time. "
     "The reference code hasn't been received, so nothing has been changed.",
+    **ABSENT_FROM_OLD_POLICIES,
 }
 
 
