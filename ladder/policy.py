@@ -48,6 +48,22 @@ def either(labels) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                 "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+                 "nineteen", "twenty")
+
+
+def digits_heard(value: str | None) -> str | None:
+    """"three digits", "one digit": how much of a code was heard, never the digits."""
+    if not value:
+        return None
+    n = sum(c.isdigit() for c in value)
+    if n == 0:
+        return None
+    count = _NUMBER_WORDS[n] if n < len(_NUMBER_WORDS) else str(n)
+    return f"{count} digit" if n == 1 else f"{count} digits"
+
+
 def join_offers(offers: list[str]) -> str:
     """"a", "a, or b", "a, b, or c": offers are clauses, so each keeps its comma."""
     if len(offers) <= 1:
@@ -227,7 +243,7 @@ def default_routes() -> tuple[Route, ...]:
 
 # the policy's own wording besides its stages' prompts
 LADDER_TEXT_FIELDS = (
-    "acknowledgement", "still_waiting", "filler", "reprompt", "route_unavailable", "routes_available",
+    "acknowledgement", "still_waiting", "partial_reminder", "filler", "reprompt", "route_unavailable", "routes_available",
     "channel_recovery", "close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
 )
 # the texts that end a call
@@ -262,6 +278,9 @@ class LadderPolicy(_Frozen):
     max_wait_records: int = Field(default=32, ge=1)  # W6: bounded pending records
     acknowledgement: PromptText = "Sure, take your time."
     filler: PromptText = "One moment while I check that."
+    # the next reminder after a partial answer and silence: `{heard}` is how much was
+    # heard ("three digits"); without a count that sentence is left out
+    partial_reminder: PromptText = "I've got the first {heard}. What's the rest?"
     reprompt: PromptText = "Sorry, I missed that. Could you say it again?"
     max_reprompts: int = Field(default=2, ge=0)  # no-match reprompts per question
     # a request for a route that is not available: the honest reply, then what is

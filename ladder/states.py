@@ -172,6 +172,9 @@ class Episode:
     recovered: bool = False  # the channel failed at some point
     ladder_prompts_started: int = 0
     reprompts: int = 0  # no-match reprompts asked in this episode
+    # part of the value the caller gave before going quiet ("" when its digits were not
+    # passed in): the next reminder says so, once
+    partial: str | None = None
     outcome: str | None = None
     prompt_sequence: list[str] = field(default_factory=list)
 

@@ -177,6 +177,8 @@ class Turns:
         if rule.window == "end_episode":
             self._answer(event, intent)
             return
+        if intent == "partial_answer":
+            self.episode.partial = event.value or ""  # the next reminder says so
         self._apply_resets(rule, intent)
         if rule.window == "reprompt":
             if self.episode.reprompts < self.policy.max_reprompts:

@@ -8,7 +8,7 @@ controller's, set up in its __init__); pure like the rest of the core."""
 from __future__ import annotations
 
 from .events import TimerFired
-from .policy import sentences
+from .policy import digits_heard, drop_placeholders, sentences
 from .states import Closing, PromptRecord, PromptStatus, State, Timer
 
 
@@ -162,6 +162,14 @@ class Windows:
             text = self.policy.close_pending if self.unresolved_or_running() else (text or None)
             self._close("closed_incomplete", "ladder_exhausted", text, cancellable=True)
             return
+        if ep.partial is not None and reason == "no_input":
+            # the caller gave part of the value and went quiet: say what was heard (in a
+            # count, never the digits) and ask for the rest, once; the ladder carries on
+            heard = digits_heard(ep.partial)
+            text = drop_placeholders(self.policy.partial_reminder.replace("{heard}", heard or "{heard}"))
+            self._trace("partial_acknowledged", "partial_then_silence", stage=stage.name, heard=heard)
+            ep.partial = None
+            routes = ()
         if not text:
             self._arm_window("quiet_stage")
             return

@@ -262,6 +262,8 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                 continue
             if name == "slot" and w.role not in ("say", "verbatim", "handoff") and "slot" not in slots:
                 continue  # the ladder's pending value by its spoken name
+            if name == "heard" and w.role == "partial_reminder":
+                continue  # how much of a partial answer was heard ("three digits")
             if name in slots or name in facts:
                 if upstream is not None and name in slots and name not in upstream:
                     add(w.path, f"{label}: placeholder {{{name}}} names a slot that no stage before this one collects, "

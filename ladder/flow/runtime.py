@@ -382,7 +382,10 @@ class FlowRuntime:
                 display = ", ".join(str(v) for v in fills.values())
                 return "answer", display, None, fills
             if partial:
-                return "partial_answer", None, None, {}
+                # what was heard so far goes to the ladder (its next reminder counts it);
+                # a secret like the rest of the value: redacted wherever it is written
+                heard = "".join(self.partial.get(s, "") for s in stage.collect)
+                return "partial_answer", heard or None, None, {}
         if event.reason is not None and not event.text.strip():
             return "noise", None, None, {}  # sound with no usable words (L8), not a turn
         intent = event.intent
