@@ -123,7 +123,8 @@ class Route(_Frozen):
     offer: PromptText = ""
     # what the route is for (route_role infers it when unset): the default ladder offers
     # a flow's go_on_without routes, and Lull's shared phrases ask for them by role
-    role: Literal["repeat", "go_on_without", "person"] | None = None
+    # ("other": none of these, whatever its shape says)
+    role: Literal["repeat", "go_on_without", "person", "other"] | None = None
 
     def named_by(self, text: str) -> bool:
         """Does `text` name this route (its label, its id's words, or a mention)?"""
@@ -135,15 +136,15 @@ class Route(_Frozen):
         return any(_said(p) in said for p in phrases if _said(p).strip())
 
 
-RouteRole = Literal["repeat", "go_on_without", "person"]
+RouteRole = Literal["repeat", "go_on_without", "person", "other"]
 
 
-def route_role(route: Route) -> RouteRole | None:
+def route_role(route: Route) -> Literal["repeat", "go_on_without", "person"] | None:
     """What a route is for, as the default ladder and Lull's shared caller intents
     read it: its `role`, else what its shape says (a restate repeats the question, a
     handoff brings a person, a route that leads to a stage goes on without the value)."""
     if route.role is not None:
-        return route.role
+        return None if route.role == "other" else route.role
     if route.action == "restate":
         return "repeat"
     if route.handoff:
