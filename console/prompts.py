@@ -21,7 +21,7 @@ from ladder.policy import LadderPolicy
 from sessions.flowfiles import check_data
 
 LADDER_TEXTS = (
-    "acknowledgement", "still_waiting", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
+    "acknowledgement", "still_waiting", "partial_reminder", "hold_check_in", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
     "close_deadline", "close_tool_failed", "route_unavailable", "routes_available",
 )
 

@@ -244,7 +244,7 @@ def default_routes() -> tuple[Route, ...]:
 
 # the policy's own wording besides its stages' prompts
 LADDER_TEXT_FIELDS = (
-    "acknowledgement", "still_waiting", "partial_reminder", "filler", "reprompt", "route_unavailable", "routes_available",
+    "acknowledgement", "still_waiting", "partial_reminder", "hold_check_in", "filler", "reprompt", "route_unavailable", "routes_available",
     "channel_recovery", "close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
 )
 # the texts that end a call
@@ -282,6 +282,9 @@ class LadderPolicy(_Frozen):
     # the next reminder after a partial answer and silence: `{heard}` is how much was
     # heard ("three digits"); without a count that sentence is left out
     partial_reminder: PromptText = "I've got the first {heard}. What's the rest?"
+    # the check-in once the hold budget is used: the stage's own wording may offer more
+    # time ("Would you like more time?"), which is no longer true
+    hold_check_in: PromptText = "Are you still there? When you're ready, I can repeat the question."
     reprompt: PromptText = "Sorry, I missed that. Could you say it again?"
     max_reprompts: int = Field(default=2, ge=0)  # no-match reprompts per question
     # a request for a route that is not available: the honest reply, then what is

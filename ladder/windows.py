@@ -170,6 +170,11 @@ class Windows:
             self._trace("partial_acknowledged", "partial_then_silence", stage=stage.name, heard=heard)
             ep.partial = None
             routes = ()
+        elif reason == "hold_expired" and ep.hold_used_ms >= self.policy.hold_budget_ms and text:
+            # the hold budget is used: no more time to offer, whatever the stage says
+            text = self.policy.hold_check_in
+            self._trace("hold_check_in", "hold_budget_used", stage=stage.name)
+            routes = ()
         if not text:
             self._arm_window("quiet_stage")
             return

@@ -20,6 +20,7 @@ from ladder import CallerUtterance, StartCall, TurnEnded, TurnStarted, event_fro
 from ladder.events import SetFact
 from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow
 from ladder.flow.runtime import FlowRuntime
+from ladder.flow.shared_intents import flow_intents
 from ladder.flow.text import LexicalMatcher
 
 from .flowfiles import FlowFileError, load_flow
@@ -185,7 +186,7 @@ class Simulation:
         }
         self.call = VirtualCall(self.runtime, scenario.playback, plans)
         self._apply_tool_overrides(scenario.tools)
-        self.matcher = LexicalMatcher(dict(flow.spec.intents), flow.spec.intent_threshold)
+        self.matcher = LexicalMatcher(flow_intents(flow.spec).own_only(), flow.spec.intent_threshold)
         self.failures: list[str] = []
         self._turns = 0
 

@@ -112,14 +112,21 @@ def test_classifier_keeps_the_normalisation_rules() -> None:
 
 
 def test_constants_are_what_cross_validation_chose() -> None:
-    from voices.interpret import load_minilm
+    # summed over the shipped flow and three designers' flows, each learning what the
+    # voice backends learn (Lull's shared phrases and its own examples): their training
+    # sets only, never a held-out phrasing
+    from pathlib import Path
 
-    names, texts, labels = ic.training_set(INTENTS)
-    x = ic.Featuriser(load_minilm(), None, False)([normalise(t) for t in texts], cache=True)
-    best = ic.cross_validate(x, labels, names, [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3],
-                             [round(0.2 + 0.05 * i, 2) for i in range(13)])["best"]
+    from ladder.flow.shared_intents import flow_intents
+    from sessions.flowfiles import load_flow
+
+    own = Path(__file__).parent / "flows"
+    refs = ["reference_code", *(str(own / f"{n}.json") for n in ("pharmacy_refill", "meter_reading", "card_activation"))]
+    sets = [flow_intents(load_flow(r).spec) for r in refs]
+    best = ic.cross_validate_flows(sets, [1e-5, 3e-5, 1e-4], [round(0.4 + 0.05 * i, 2) for i in range(8)])["best"]
     print(f"\ncross-validation best: {best}")
     assert (best["l2"], best["threshold"]) == (ic.CLASSIFIER_L2, ic.DEFAULT_CLASSIFIER_THRESHOLD)
+    assert ic.BALANCED and ic.OWN_EMPHASIS
     assert not ic.CLASSIFIER_WORDLLAMA and not ic.CLASSIFIER_NEGATION
 
 

@@ -11,6 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
+
 class InterpreterError(RuntimeError):
     """The interpreter cannot run (e.g. the embedding model would not load)."""
 

@@ -35,6 +35,8 @@ import contextlib
 import os
 import time
 
+from ladder.flow.shared_intents import flow_intents
+
 HELD_OUT: dict[str, tuple[str, ...]] = {
     "wait_request": (
         "hold on a sec", "can you give me a minute", "one moment please, I'm looking",
@@ -265,7 +267,7 @@ def run_intent_bench(flow_name: str = "reference_code", matcher_kind: str = "emb
     from .interpret import make_matcher, normalise
 
     flow = load_flow(flow_name)
-    intents = {k: tuple(v) for k, v in flow.spec.intents.items()}
+    intents = flow_intents(flow.spec)  # what the voice backends learn: shared phrases and the flow's own
     started = time.perf_counter()
     with cache_turned_off():  # what a first launch costs, computed here and now
         matcher = make_matcher(intents, None, matcher_kind)  # type: ignore[arg-type]

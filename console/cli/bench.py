@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from ._app import app, err, out
+from sessions.flowfiles import FlowFileError, resolve_flow
+
+from ._app import app, err, fail, out, plain, print_text
 
 bench_app = typer.Typer(help="Benchmarks: figures and ratios measured in one run.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -76,20 +79,42 @@ def _floor_percent(fraction: float) -> str:
 
 @bench_app.command("intents")
 def bench_intents(
-    flow: Annotated[str, typer.Option("--flow", help="A library flow name or a flow file.")] = "reference_code",
+    flow: Annotated[str, typer.Argument(help="A library flow name or a flow file.")] = "reference_code",
+    phrasings: Annotated[
+        Path | None,
+        typer.Option("--phrasings", metavar="FILE",
+                     help='Phrasings to measure with: {"intent": [phrases], "none": [off-topic phrases]}.'),
+    ] = None,
     matcher: Annotated[str, typer.Option("--matcher", help="classifier (in use), embedding (wordllama), minilm, blend, lexical, or all.")] = "classifier",
+    own_only: Annotated[bool, typer.Option("--own-only", help="Learn the flow's own examples only, not Lull's shared phrases.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Intent matching accuracy per intent on phrasings the flow does not contain (real embedding model).
+    """Intent matching accuracy per intent on phrasings the flow does not contain (real models).
 
-    Example: lull bench intents --matcher all
+    With --phrasings, any flow against any phrasing file: right per intent, off-topic
+    phrases accepted, the misses. Without it, the shipped flow's own held-out sets.
+
+    Examples:
+      lull bench intents my_flow.json --phrasings my_callers.json
+      lull bench intents my_flow.json --phrasings my_callers.json --json
+      lull bench intents --matcher all
     """
-    from voices.intent_bench import run_intent_bench
     from voices.interpret import MATCHER_KINDS
 
     kinds = [k for k in MATCHER_KINDS if k != "lexical"] if matcher == "all" else [matcher]
     if any(k not in MATCHER_KINDS for k in kinds):
-        raise typer.BadParameter(f"--matcher: one of {', '.join(MATCHER_KINDS)} or all")
+        fail(f"--matcher {matcher!r}: expected one of {', '.join(MATCHER_KINDS)} or all")
+    try:
+        resolve_flow(flow)
+    except FlowFileError as exc:
+        fail(f"{flow}: {exc.problems[0].message}")
+    if phrasings is not None:
+        _bench_phrasings(flow, phrasings, kinds, own_only, as_json)
+        return
+    if own_only:
+        fail("--own-only needs --phrasings (the shipped sets are measured as the voice backends learn)")
+    from voices.intent_bench import run_intent_bench
+
     results = [run_intent_bench(flow, kind) for kind in kinds]
     if as_json:
         typer.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
@@ -123,6 +148,45 @@ def bench_intents(
         out.print()
 
 
+def _bench_phrasings(flow: str, phrasings: Path, kinds: list[str], own_only: bool, as_json: bool) -> None:
+    from voices.phrasing_bench import PhrasingFileError, run_phrasing_bench
+
+    results = []
+    for kind in kinds:
+        try:
+            results.append(run_phrasing_bench(flow, phrasings, kind, shared=not own_only))
+        except PhrasingFileError as exc:
+            fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        return
+    for result in results:
+        learned = "its own examples" if own_only else "Lull's shared phrases and its own examples"
+        table = Table(title=f"{result['matcher']} on {result['flow']}, learning {learned} ({result['examples_learned']})",
+                      title_justify="left")
+        for column in ("intent", "right", "of", ""):
+            table.add_column(column)
+        for intent, row in result["intents"].items():
+            table.add_row(plain(intent), str(row["right"]), str(row["total"]), _floor_percent(row["right"] / row["total"]))
+        pooled = result["pooled"]
+        if pooled["total"]:
+            table.add_row("pooled", str(pooled["right"]), str(pooled["total"]), _floor_percent(pooled["right"] / pooled["total"]))
+        out.print(table)
+        for intent, missed in result["misses"].items():
+            for phrase, got in missed.items():
+                print_text(f"  miss: {phrase!r} ({intent}) -> {got}")
+        for phrase, got in result["off_topic_accepted"].items():
+            print_text(f"  off-topic accepted: {phrase!r} -> {got}")
+        off = result["off_topic"]
+        weakest = result["weakest"]
+        print_text(f"off-topic accepted: {off['accepted']}/{off['total']}; weakest intent: "
+                   + (f"{weakest['intent']} {weakest['right']}/{weakest['total']}" if weakest else "-")
+                   + f"; matching {result['match_ms_per_turn']} ms a turn (built in {result['matcher_build_ms']} ms)")
+        if result["learned_word_for_word"]:
+            print_text(f"  phrasings the matcher learned word for word (not held out): {result['learned_word_for_word']}")
+        out.print()
+
+
 def _from_disk(result: dict) -> str:
     stored = result.get("matcher_build_from_disk_ms")
     return "" if stored is None else f" (computed; {stored} ms from the disk cache, as later launches do)"
@@ -138,9 +202,8 @@ def bench_stt(
 
     Example: lull bench stt --codes 48
     """
-    from voices.stt_bench import run_stt_bench
-
     from voices.backends.voice import VoiceModels
+    from voices.stt_bench import run_stt_bench
 
     with err.status("making callers with piper and decoding each with every variant…"):
         models = VoiceModels.load(deterministic=True, matcher="lexical")
@@ -158,7 +221,7 @@ def bench_stt(
                       f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]), _fmt(row["codes_median_ms"]),
                       _fmt(row["yes_no_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
     out.print(table)
-    from voices.stt_bench import SHORT, IN_USE
+    from voices.stt_bench import IN_USE, SHORT
 
     digits, full = result["variants"][SHORT], result["variants"][IN_USE]
     out.print(f"short window against the 30 s window: decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}, "

@@ -22,7 +22,15 @@ from sessions.scenarios import (
     run_scenario,
 )
 
-from ._app import app, check_new_file, check_record_folder, err, fail, out, write_new_file
+from ._app import (
+    app,
+    check_new_file,
+    check_record_folder,
+    err,
+    fail,
+    out,
+    write_new_file,
+)
 
 # File names, field values and messages are the user's text: they are printed as
 # rich Text, never parsed as console markup ("[/]x.json" is a file name, not a tag).

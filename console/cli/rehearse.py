@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ladder.flow.shared_intents import flow_intents
 from sessions.flowfiles import (
     DEFAULT_FLOW,
     FlowFileError,
@@ -85,8 +86,9 @@ def rehearse(
     """
     import asyncio
 
-    from ..headless import HELP, rehearse_headless
     from sessions.live import LiveSession
+
+    from ..headless import HELP, rehearse_headless
 
     if backend not in ("auto", "audio", "file", "text"):
         fail(f"--backend {backend}: expected audio, file or text")
@@ -206,12 +208,11 @@ def _start_matcher_build(compiled) -> None:
     """Begin the voice backends' intent matcher for this flow; the backend's attach
     takes it over (voices.interpret.make_matcher_soon). A missing model is left for the
     backend to report."""
+    from voices.backends.voice import VoiceModels
     from voices.interpret import InterpreterError, make_matcher_soon
 
-    from voices.backends.voice import VoiceModels
-
     try:
-        make_matcher_soon(dict(compiled.spec.intents), None, VoiceModels.matcher_kind)  # type: ignore[arg-type]
+        make_matcher_soon(flow_intents(compiled.spec), None, VoiceModels.matcher_kind)  # type: ignore[arg-type]
     except InterpreterError:
         pass
 
@@ -225,10 +226,9 @@ def _make_backend(
         # typed turns understood as the voice backends understand spoken ones
         return TextBackend(matcher_kind="classifier")
     from voices.audio import AudioUnavailable, resolve_device
+    from voices.backends import AudioBackend, FileBackend, VoiceModels
     from voices.stt import RecognizerError
     from voices.tts import VoiceError
-
-    from voices.backends import AudioBackend, FileBackend, VoiceModels
 
     if models is None:
         with err.status("loading the voice and the recognizer…"):

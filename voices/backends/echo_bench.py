@@ -37,10 +37,10 @@ def canceller_cost(frames: int = 2000) -> dict:
 
 def run_echo_path(models, wav: Path, flow_factory, timeout_s: float) -> dict:
     """The caller WAV through the file backend with the simulated echo, AEC off then on."""
+    from sessions.live import LiveSession
     from voices.echo import SimulatedEchoPath
 
     from .file import FileBackend
-    from sessions.live import LiveSession
 
     runs = {}
     for label, aec in (("aec_off", False), ("aec_on", True)):

@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from voices.recording import CallRecorder
-
     from sessions.live import LiveSession
+    from voices.recording import CallRecorder
 
 MARGIN_MS = 60.0  # either side of a span: device timestamps are a few ms apart
 WHY = "redacted_value"

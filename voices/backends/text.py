@@ -23,6 +23,7 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
+from ladder.flow.shared_intents import flow_intents
 from ladder.flow.text import LexicalMatcher
 
 if TYPE_CHECKING:
@@ -64,11 +65,11 @@ class TextBackend:
                 from voices.interpret import InterpreterError, make_matcher_soon
 
                 try:
-                    self.matcher = make_matcher_soon(dict(spec.intents), None, self.matcher_kind)  # type: ignore[arg-type]
+                    self.matcher = make_matcher_soon(flow_intents(spec), None, self.matcher_kind)  # type: ignore[arg-type]
                 except InterpreterError as exc:
                     self.matcher_fallback = {"asked": self.matcher_kind, "using": "lexical", "why": str(exc)[:200]}
             if self.matcher is None:
-                self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
+                self.matcher = LexicalMatcher(flow_intents(spec).own_only(), spec.intent_threshold)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()

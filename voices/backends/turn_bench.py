@@ -77,9 +77,9 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
+    from sessions.live import LiveSession
     from voices.stt import resample
 
-    from sessions.live import LiveSession
     from .file import FileBackend
     from .voice import VoiceModels
 

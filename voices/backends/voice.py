@@ -64,6 +64,7 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
+from ladder.flow.shared_intents import flow_intents
 from voices.echo import EchoGate, power
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
@@ -73,9 +74,8 @@ from .text import TypedTurns
 from .turn_latency import TurnLatency
 
 if TYPE_CHECKING:
-    from voices.echo import EchoCanceller
-
     from sessions.live import LiveSession
+    from voices.echo import EchoCanceller
 
 VAD_RATE = 16000
 PRE_ROLL_MS = 300
@@ -215,24 +215,28 @@ class VoiceBackend:
         )
         spec = session.flow.spec
         if self.models.matcher_kind != "lexical":  # an embedding kind (voices.interpret)
-            from voices.interpret import InterpreterError, make_matcher, make_matcher_soon
+            from voices.interpret import (
+                InterpreterError,
+                make_matcher,
+                make_matcher_soon,
+            )
 
             kind = self.models.matcher_kind
             try:
                 # built before the call starts (`lull rehearse` begins it while the models
                 # load): a build during the greeting competes with the audio for the CPU
-                self.matcher = make_matcher_soon(dict(spec.intents), None, kind).get()
+                self.matcher = make_matcher_soon(flow_intents(spec), None, kind).get()
             except InterpreterError as exc:
                 if kind == "embedding":
                     raise
                 # MiniLM's wheel is installed apart from the project (.ci/setup): without
                 # it, wordllama alone, and the journal says so
-                self.matcher = make_matcher(dict(spec.intents), None, "embedding")
+                self.matcher = make_matcher(flow_intents(spec), None, "embedding")
                 self.matcher_fallback = {"asked": kind, "using": "embedding", "why": str(exc)[:200]}
         else:
             from ladder.flow.text import LexicalMatcher
 
-            self.matcher = LexicalMatcher(dict(spec.intents), spec.intent_threshold)
+            self.matcher = LexicalMatcher(flow_intents(spec).own_only(), spec.intent_threshold)
 
     def session_ms(self, monotonic_ms: float) -> float:
         """A device timestamp (time.monotonic in ms) on the journal's clock."""

@@ -1,0 +1,110 @@
+"""Any flow's intent matching measured against any phrasing file (`lull bench intents
+FLOW --phrasings FILE`): how designers measure their own flows on how their callers talk.
+
+A phrasing file is `{"intent": [phrases], ..., "none": [off-topic phrases]}`, its intent
+names the flow's (`route:<id>` for a route). Each phrase goes through the matcher the
+voice backends use, learning what they learn (Lull's shared phrases and the flow's own
+examples: ladder.flow.shared_intents); a phrase is right when it comes back as its
+intent, and an off-topic one is accepted when it comes back as any intent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from ladder.flow.shared_intents import flow_intents
+
+NONE_KEY = "none"
+
+
+class PhrasingFileError(ValueError):
+    """A phrasing file Lull cannot measure with: one line naming the file and the field."""
+
+
+def _said(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+
+
+def load_phrasings(path: Path, intents: dict[str, tuple[str, ...]]) -> dict[str, list[str]]:
+    """The phrasings, checked against the flow's intents (names, shapes, emptiness)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PhrasingFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise PhrasingFileError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise PhrasingFileError(f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or not data:
+        raise PhrasingFileError(f'{path}: expected an object of intent -> phrases, like {{"wait_request": ["hold on"], "none": ["what time is it"]}}')
+    known = sorted(intents)
+    for name, phrases in data.items():
+        if name != NONE_KEY and name not in intents:
+            raise PhrasingFileError(f"{path}: intent {name!r} is not one the flow's matcher knows; expected one of "
+                                    f"{', '.join(known)} or {NONE_KEY!r} (off-topic)")
+        if not isinstance(phrases, list) or not phrases or not all(isinstance(p, str) and p.strip() for p in phrases):
+            raise PhrasingFileError(f"{path}: {name}: expected a non-empty list of phrases (non-empty strings)")
+    return {name: list(phrases) for name, phrases in data.items()}
+
+
+def run_phrasing_bench(flow_ref: str, phrasings_path: Path, matcher_kind: str = "classifier", shared: bool = True) -> dict:
+    """Right per intent and off-topic accepted, as JSON: {"intents": {name: {"right",
+    "total"}}, "off_topic": {"accepted", "total"}}, with the misses, the phrasings found
+    word for word in what the matcher learned, and the time a turn takes."""
+    from sessions.flowfiles import load_flow
+
+    from .interpret import make_matcher
+
+    flow = load_flow(flow_ref)
+    intents = flow_intents(flow.spec) if shared else {k: tuple(v) for k, v in flow.spec.intents.items()}
+    phrasings = load_phrasings(phrasings_path, intents)
+    started = time.perf_counter()
+    matcher = make_matcher(intents, None, matcher_kind)  # type: ignore[arg-type]
+    build_ms = (time.perf_counter() - started) * 1000.0
+    learned = {_said(p) for phrases in intents.values() for p in phrases}
+    results: dict[str, dict] = {}
+    misses: dict[str, dict[str, str]] = {}
+    accepted: dict[str, str] = {}
+    n = 0
+    started = time.perf_counter()
+    for name, phrases in phrasings.items():
+        for phrase in phrases:
+            got = matcher.match(phrase)[0]
+            n += 1
+            if name == NONE_KEY:
+                if got is not None:
+                    accepted[phrase] = got
+                continue
+            row = results.setdefault(name, {"right": 0, "total": 0})
+            row["total"] += 1
+            if got == name:
+                row["right"] += 1
+            else:
+                misses.setdefault(name, {})[phrase] = got or "unclear"
+    match_ms = (time.perf_counter() - started) * 1000.0 / max(1, n)
+    right = sum(r["right"] for r in results.values())
+    total = sum(r["total"] for r in results.values())
+    weakest = min(results, key=lambda k: results[k]["right"] / results[k]["total"]) if results else None
+    off_total = len(phrasings.get(NONE_KEY, ()))
+    return {
+        "flow": flow.spec.name,
+        "phrasings": str(phrasings_path),
+        "matcher": matcher_kind,
+        "shared_phrases": shared,
+        "intents": results,
+        "off_topic": {"accepted": len(accepted), "total": off_total},
+        "pooled": {"right": right, "total": total},
+        "weakest": None if weakest is None else {"intent": weakest, **results[weakest]},
+        "misses": misses,
+        "off_topic_accepted": accepted,
+        "learned_word_for_word": [p for ps in phrasings.values() for p in ps if _said(p) in learned],
+        "examples_learned": sum(len(v) for v in intents.values()),
+        "matcher_build_ms": round(build_ms, 1),
+        "match_ms_per_turn": round(match_ms, 2),
+    }
+
+
+__all__ = ["NONE_KEY", "PhrasingFileError", "load_phrasings", "run_phrasing_bench"]
