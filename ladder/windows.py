@@ -170,8 +170,11 @@ class Windows:
             self._trace("partial_acknowledged", "partial_then_silence", stage=stage.name, heard=heard)
             ep.partial = None
             routes = ()
-        elif reason == "hold_expired" and ep.hold_used_ms >= self.policy.hold_budget_ms and text:
-            # the hold budget is used: no more time to offer, whatever the stage says
+        elif reason == "hold_expired" and text and (
+            self.policy.still_waiting_ms is not None or ep.hold_used_ms >= self.policy.hold_budget_ms
+        ):
+            # the hold budget is used (with a cadence a hold runs to its end, whatever a
+            # turn in the middle took): no more time to offer, whatever the stage says
             text = self.policy.hold_check_in
             self._trace("hold_check_in", "hold_budget_used", stage=stage.name)
             routes = ()
