@@ -267,6 +267,51 @@ def sessions_export(
         print_text(f"wrote {out_path}")
 
 
+@sessions_app.command("coverage")
+def sessions_coverage(
+    folders: Annotated[list[Path], typer.Argument(help="Session folders, or folders of them.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """How often each stage, ladder stage, route and intent was reached, per flow, over
+    a corpus of journals (rehearsals or production), and which never were.
+
+    Examples:
+      lull sessions coverage takes/
+      lull sessions coverage takes/ production/ --json
+    """
+    from sessions.coverage import KINDS, coverage
+
+    for folder in folders:
+        if not folder.exists():
+            fail(f"{folder}: no such session or folder")
+        if not folder.is_dir():
+            fail(f"{folder}: not a folder; expected a session folder or a folder of them")
+    try:
+        result = coverage(folders)
+    except OSError as exc:
+        fail(f"cannot read the folders: {exc.strerror or exc}")
+    if result.sessions == 0 and not result.unreadable:
+        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+    data = result.to_dict()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    for name, flow in data["flows"].items():
+        table = Table(title=f"{name}: {flow['sessions']} session(s)", title_justify="left")
+        for column in ("what", "reached", "never reached"):
+            table.add_column(column)
+        for kind in KINDS:
+            counts = flow[kind]
+            if not counts:
+                continue
+            reached = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+            table.add_row(kind.replace("_", " "), plain(reached or "-"), Text(", ".join(flow["never"][kind]) or "-",
+                                                                          style="yellow" if flow["never"][kind] else ""))
+        out.print(table)
+    if data["unreadable"]:
+        print_text((f"{len(data['unreadable'])} unreadable journal(s): {', '.join(data['unreadable'])}", "yellow"))
+
+
 @sessions_app.command("report")
 def sessions_report(
     path: Annotated[Path, typer.Argument(help="A session folder, or a folder of them.")],

@@ -1,0 +1,149 @@
+"""Coverage over a corpus of journals (`lull sessions coverage`): per flow, how often each
+stage, ladder stage, route and intent was reached, and which never were.
+
+What counts as reached, from the records every journal holds:
+- a flow stage: `stage_entered` (the runtime made it active);
+- a ladder stage: the first when an episode starts, the next at each `stage_advanced`;
+- a route: a `RouteTaken` effect (the caller took it);
+- an intent: an `utterance` the matcher read as it (a flow's intent names, shared ones
+  included), or, in a session with no flow (an incident), a `turn_interpreted` intent.
+
+What could have been reached comes from the journal's header: the flow document it
+carries (compiled as it was recorded) or the incident's ladder policy. A journal that
+cannot be read is counted, never half-read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ladder import LadderPolicy
+from ladder.events import INTENTS
+from ladder.flow.shared_intents import flow_intents
+from ladder.policy import ABSENT_FROM_OLD_POLICIES
+
+from .flowfiles import check_data
+from .journal import JournalScan, iter_records
+from .metrics import session_folders
+
+KINDS = ("stages", "ladder_stages", "routes", "intents")
+INCIDENTS = "(incidents: the ladder alone)"
+
+
+@dataclass
+class FlowCoverage:
+    sessions: int = 0
+    known: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in KINDS})
+    reached: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in KINDS})
+
+    def to_dict(self) -> dict:
+        out: dict = {"sessions": self.sessions}
+        for kind in KINDS:
+            names = sorted(self.known[kind] | set(self.reached[kind]))
+            out[kind] = {name: self.reached[kind][name] for name in names}
+        out["never"] = {kind: [n for n, c in out[kind].items() if c == 0] for kind in KINDS}
+        return out
+
+
+@dataclass
+class Coverage:
+    flows: dict[str, FlowCoverage] = field(default_factory=dict)
+    sessions: int = 0
+    unreadable: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"sessions": self.sessions, "unreadable": list(self.unreadable),
+                "flows": {name: c.to_dict() for name, c in sorted(self.flows.items())}}
+
+
+def _known_from_flow(header: dict) -> tuple[str, dict[str, set[str]]] | None:
+    document = header.get("flow_document")
+    if not isinstance(document, dict):
+        return None
+    report = check_data(document, "header flow_document", ladder_defaults=header.get("ladder_defaults", 1))
+    if report.flow is None:
+        return None
+    flow = report.flow
+    ladder_stages = {s.name for s in flow.ladder.stages}
+    for policy in flow._stage_policies.values():
+        ladder_stages |= {s.name for s in policy.stages}
+    known = {
+        "stages": {sid for layer in (flow.main, *flow.overlays) for sid in layer.order},
+        "ladder_stages": ladder_stages,
+        "routes": {r.id for r in flow.ladder.routes},
+        "intents": set(flow_intents(flow.spec)),
+    }
+    return flow.spec.name, known
+
+
+def _known_from_policy(header: dict) -> dict[str, set[str]]:
+    known = {k: set() for k in KINDS}
+    data = header.get("ladder_policy")
+    if isinstance(data, dict):
+        try:
+            policy = LadderPolicy.model_validate({**ABSENT_FROM_OLD_POLICIES, **data})
+        except ValueError:
+            return known
+        known["ladder_stages"] = {s.name for s in policy.stages}
+        known["routes"] = {r.id for r in policy.routes}
+    known["intents"] = set(INTENTS)
+    return known
+
+
+def session_coverage(path: Path, into: Coverage) -> None:
+    """One session's reach, added to `into` under its flow."""
+    scan = JournalScan()
+    reached = {k: Counter() for k in KINDS}
+    flowless = None  # known from the header, which iter_records reads before any record
+    try:
+        for record in iter_records(path, scan):
+            if flowless is None:
+                flowless = "flow_document" not in (scan.header or {})
+            if record.get("type") != "decision":
+                continue
+            kind, effect = record.get("kind"), record.get("effect")
+            detail = record.get("detail") or {}
+            if effect == "RouteTaken":
+                reached["routes"][record.get("route")] += 1
+            elif effect is not None:
+                continue
+            elif kind == "stage_entered":
+                reached["stages"][detail.get("flow_stage") or record.get("reason")] += 1
+            elif kind == "episode_started" and record.get("stage"):
+                reached["ladder_stages"][record["stage"]] += 1
+            elif kind == "stage_advanced" and record.get("stage"):
+                reached["ladder_stages"][record["stage"]] += 1
+            elif kind == "utterance" and detail.get("matched"):
+                reached["intents"][detail["matched"]] += 1
+            elif kind == "turn_interpreted" and flowless and detail.get("intent"):
+                reached["intents"][detail["intent"]] += 1
+    except (ValueError, OSError):
+        into.unreadable.append(str(path))
+        return
+    header = scan.header or {}
+    found = _known_from_flow(header)
+    if found is not None:
+        name, known = found
+    else:
+        name = INCIDENTS if header.get("source") == "incident" else (header.get("flow") or INCIDENTS)
+        known = _known_from_policy(header)
+    flow = into.flows.setdefault(name, FlowCoverage())
+    flow.sessions += 1
+    into.sessions += 1
+    for kind in KINDS:
+        flow.known[kind] |= known[kind]
+        flow.reached[kind].update({k: v for k, v in reached[kind].items() if k})
+
+
+def coverage(roots: list[Path]) -> Coverage:
+    """Every session under `roots` (a session folder or a folder of them)."""
+    result = Coverage()
+    for root in roots:
+        for folder in session_folders(root):
+            session_coverage(folder, result)
+    return result
+
+
+__all__ = ["INCIDENTS", "KINDS", "Coverage", "FlowCoverage", "coverage", "session_coverage"]
