@@ -237,6 +237,7 @@ def default_routes() -> tuple[Route, ...]:
             available=False,
             handoff=True,
             promises="a person joins the call",
+            mentions=("transfer you", "a person"),
             offer="I can transfer you to a person",
         ),
     )

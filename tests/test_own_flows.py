@@ -126,3 +126,21 @@ def test_the_bare_core_speaks_of_the_answer_and_never_of_a_flows_things():
     text = " ".join(said).lower()
     assert "code" not in text and "reference" not in text
     assert "If you don't have the answer to hand, we can go on without it, or I can repeat the question." in said
+
+
+def test_wording_that_promises_a_route_the_flow_does_not_have_is_refused():
+    data = json.loads((FLOWS / "card_activation.json").read_text())
+    data["routes"] = [r for r in data["routes"] if r["id"] != "agent"]
+    del data["intents"]["route:agent"]
+    data["ladder"] = {"close_deadline": "I'll end the call here. Next time I can transfer you to a person."}
+    [error] = check_data(data, "card.json").errors
+    assert error.path == ("ladder", "close_deadline")
+    assert "promises 'transfer to a person', but this flow has no route for it" in error.message
+    data = json.loads((FLOWS / "pharmacy_refill.json").read_text())
+    data["routes"] = [r for r in data["routes"] if r["id"] != "no_rx"]
+    del data["intents"]["route:no_rx"]
+    data["stages"] = [s for s in data["stages"] if s["id"] != "close_no_rx"]
+    data["stages"][1]["repair"].pop("escalate_to")
+    data["ladder"] = {"reprompt": "Sorry, I missed that. We can go on without it if you like."}
+    [error] = check_data(data, "pharmacy.json").errors
+    assert "promises 'go on without it'" in error.message

@@ -17,6 +17,10 @@ Errors (the flow is refused):
   with no `offer` phrase;
 - a collecting stage using a ladder (the flow's) whose wording talks about another
   stage's slot: give the stage a `ladder` of its own (per-question wording);
+- ladder wording that speaks of a thing (THING_NOUNS: a code, a reference, an
+  account...) none of the flow's slots, stages, routes or tools names, or promises a
+  route to a person or for going on without the value when the flow has none: wording
+  written for another flow (`{slot}` speaks of the pending value by its label);
 - a close that says a slot was not received ("I haven't received the reference
   code") in a stage that comes after the stage that collects it; a collecting
   stage's close that says a slot not yet collected was received or confirmed
@@ -44,6 +48,8 @@ from ..policy import (
     ROUTES_PLACEHOLDER,
     LadderPolicy,
     Route,
+    default_routes,
+    route_role,
     sentences,
 )
 from .compiled import MAIN, CompiledFlow, Diagnostic, Layer
@@ -245,6 +251,10 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
     routes = {r.id: r for r in flow.ladder.routes}
     gotos = {r.id: r.goto for r in spec.routes}
     vocabulary = flow_vocabulary(flow)
+    # Lull's default routes a flow may lack: wording that promises one was written for another flow
+    have = {route_role(r) for r in flow.ladder.routes}
+    missing_roles = {route_role(r): r for r in default_routes() if route_role(r) in ("person", "go_on_without")
+                     and route_role(r) not in have}
 
     def check_text(w: Wording, policy: LadderPolicy, upstream: set[str] | None, label: str) -> None:
         if not w.text.strip():
@@ -274,6 +284,10 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                 "declared slots: " + ", ".join(sorted(slots)) if slots else "the flow declares no slots")
             add(w.path, f"{label}: placeholder {{{name}}} names no slot; {hint}")
         if w.role not in ("say", "verbatim", "handoff") and flow.ladder_defaults != 1:
+            for role, route in missing_roles.items():
+                if route.named_by(w.text.replace(ROUTES_PLACEHOLDER, "")):
+                    add(w.path, f"{label} promises '{route.label}', but this flow has no route for it (no route "
+                        f"with role {role!r}); declare one in 'routes' or reword it")
             strangers = [t for t in dict.fromkeys(_word_tuple(w.text)) if t in THING_NOUNS and t not in vocabulary]
             if strangers:
                 add(w.path, f"{label} speaks of {', '.join(repr(t) for t in strangers)}, which this flow neither "
