@@ -24,7 +24,7 @@ with their seam, one module each, a short read:
 
 from __future__ import annotations
 
-from .effects import Answered, Effect, make_trace
+from .effects import Answered, Effect, Trace
 from .episodes import Episodes
 from .events import Event, TimerFired, identities
 from .holds import Holds
@@ -60,6 +60,9 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         self.waits = WaitCoordinator(self.policy.max_wait_records)
         self.timers: dict[str, Timer] = {}
         self.prompts: dict[int, PromptRecord] = {}
+        # the prompts not yet in a final status, oldest first: what may still be heard
+        # (windows._audible_prompt reads these, not every prompt of the call)
+        self._open_prompts: dict[int, PromptRecord] = {}
         self.episode: Episode | None = None
         self.episodes: list[Episode] = []
         self.answers: dict[str, Answered] = {}
@@ -245,21 +248,28 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         stage=_OWN, **detail,
     ) -> None:
         # the hottest path of the core (several records an event): identities as
-        # keywords, the record built at once (effects.make_trace)
+        # keywords
         ep = self.episode
         if ep is None:
             own_question = own_episode = own_stage = None
         else:
             own_question, own_episode = ep.question, ep.id
             own_stage = self._stage_names[ep.stage_index]
-        self._effects.append(make_trace(
-            kind, reason, self.now, self.state._value_,
-            own_question if question is _OWN else question,
-            own_episode if episode is _OWN else episode,
-            generation, token, turn,
-            own_stage if stage is _OWN else stage,
-            detail,
-        ))
+        # effects.make_trace, inlined: a Trace's dict built at once, no frozen __init__
+        trace = _new_trace(Trace)
+        fields = trace.__dict__
+        fields["kind"] = kind
+        fields["reason"] = reason
+        fields["at"] = self.now
+        fields["state"] = self.state._value_
+        fields["question"] = own_question if question is _OWN else question
+        fields["episode"] = own_episode if episode is _OWN else episode
+        fields["generation"] = generation
+        fields["token"] = token
+        fields["turn"] = turn
+        fields["stage"] = own_stage if stage is _OWN else stage
+        fields["detail"] = detail
+        self._effects.append(trace)
 
     def _emit(self, effect: Effect) -> None:
         self._effects.append(effect)
@@ -294,6 +304,8 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
 
     # -- caller turns ------------------------------------------------------------------
 
+
+_new_trace = object.__new__
 
 # TRANSITIONS names each state's handlers; looked up once, not per event
 _HANDLERS = {state: {kind: getattr(Controller, name) for kind, name in table.items()} for state, table in TRANSITIONS.items()}

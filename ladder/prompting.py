@@ -41,7 +41,7 @@ class Prompting:
         token = self._token
         estimate = max(1, len(text.split())) * self.policy.ms_per_word
         ep = self.episode
-        self.prompts[token] = PromptRecord(
+        self.prompts[token] = self._open_prompts[token] = PromptRecord(
             token,
             kind,
             stage,
@@ -55,7 +55,9 @@ class Prompting:
             interruptible=interruptible,
         )
         if len(self.prompts) > 512:
-            del self.prompts[next(iter(self.prompts))]
+            oldest = next(iter(self.prompts))
+            del self.prompts[oldest]
+            self._open_prompts.pop(oldest, None)
         if ep is not None:
             ep.prompt_sequence.append(stage if kind == "reminder" and stage else kind)
         self._emit(

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TurnRef:
-    """A caller turn's identity and sequence number (W1)."""
+class TurnRef(NamedTuple):
+    """A caller turn's identity and sequence number (W1). A named tuple: the core makes
+    and hashes several an event, and a tuple does both at a fraction of a frozen
+    dataclass's cost."""
 
     turn: str
     seq: int

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .events import TimerFired
 from .policy import digits_heard, drop_placeholders, sentences
-from .states import Closing, PromptRecord, PromptStatus, State, Timer
+from .states import FINAL_PROMPT_STATUSES, Closing, PromptRecord, PromptStatus, State, Timer
 
 
 class Windows:
@@ -121,7 +121,11 @@ class Windows:
         whose end is overdue by more than the completion grace no longer counts.
         """
         grace = self.policy.completion_grace_ms
-        for record in reversed(self.prompts.values()):
+        open_prompts = self._open_prompts
+        done = [t for t, r in open_prompts.items() if r.status in FINAL_PROMPT_STATUSES]
+        for token in done:  # a final status is final: such a prompt is never heard again
+            del open_prompts[token]
+        for record in reversed(open_prompts.values()):
             if record.completion_estimated:
                 continue  # its end was already taken from the estimate
             if record.status is PromptStatus.STARTED:
