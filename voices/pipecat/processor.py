@@ -1,0 +1,250 @@
+"""`LullProcessor`: a Lull silence policy inside any Pipecat pipeline, ladder mode.
+
+Beside an LLM agent, Lull owns only the no-input behaviour: after each bot turn that
+waits for the caller, the listening windows, reminders, holds, recovery and close, said
+through the pipeline's own TTS; the LLM does the rest. One owner of no-input: give the
+pipeline's user idle controller no timeout (0).
+
+Place it between the LLM and the TTS, so the prompts it asks for reach the TTS and the
+bot's own words pass through it:
+
+    Pipeline([transport.input(), stt, user_aggregator, llm, LullProcessor(), tts,
+              transport.output(), assistant_aggregator])
+
+The mapping, frame by frame (Pipecat frame -> Lull core event; the core is
+`ladder.Controller`, fed with the processor's clock, monotonic milliseconds from the
+pipeline's start):
+
+- `LLMTextFrame` / `TTSTextFrame` (downstream, not Lull's): the words of the bot's turn.
+- `BotStartedSpeakingFrame`: `PlaybackStarted` of the oldest prompt Lull pushed and has
+  not heard start; with none pushed, the bot's own turn begins (speech Lull did not ask
+  for is known as such, never taken for a Lull prompt).
+- `BotStoppedSpeakingFrame`: `PlaybackCompleted` of the Lull prompt playing; after the
+  bot's own turn, `AskQuestion` with its words, already said (its playback started and
+  completed at this frame), so the first window arms from the end the transport saw.
+- `UserStartedSpeakingFrame` / `UserStoppedSpeakingFrame`: `TurnStarted` / `TurnEnded`
+  of one caller turn (`user-N`, seq N), whatever turn strategy the pipeline uses.
+- `TranscriptionFrame`: the caller's words, read by Lull's classifier on its shared
+  phrases (asking for time, being back, asking again, backchannels) into `TurnInterpreted` once
+  the turn has ended (a transcription after the stop is read when it comes); words that
+  are none of these answer the question: the LLM takes it from there.
+- `InterruptionFrame`: `PlaybackInterrupted` of the Lull prompt playing.
+- `FunctionCallInProgressFrame` / `FunctionCallResultFrame`: `ToolStarted` /
+  `ToolFinished` (ok, or failed when the result carries an error).
+- `ErrorFrame` marked fatal: `TransportFailed` of the output path.
+- `EndFrame` / `CancelFrame`: `EndSession`; the timers stop.
+
+Effects go back as frames: a `RequestPrompt` is a `TTSSpeakFrame` downstream (its token
+remembered for the bot speaking frames); the core's timers run on the event loop at
+`next_deadline()`. Every frame passes on unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    CancelFrame,
+    EndFrame,
+    ErrorFrame,
+    Frame,
+    FunctionCallInProgressFrame,
+    FunctionCallResultFrame,
+    InterruptionFrame,
+    LLMTextFrame,
+    StartFrame,
+    TranscriptionFrame,
+    TTSSpeakFrame,
+    TTSTextFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+from ladder import (
+    AskQuestion,
+    Controller,
+    EndSession,
+    LadderPolicy,
+    PlaybackCompleted,
+    PlaybackInterrupted,
+    PlaybackStarted,
+    RequestPrompt,
+    ToolFinished,
+    ToolStarted,
+    TransportFailed,
+    TurnEnded,
+    TurnInterpreted,
+    TurnStarted,
+)
+from ladder.effects import Effect
+from ladder.events import Event
+from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents
+from voices.interpret import BackgroundMatcher, make_matcher_soon
+
+# what a caller's words mean to the no-input policy beside an LLM; anything else answers
+_LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
+
+
+class LullProcessor(FrameProcessor):
+    """A Lull silence policy (a `LadderPolicy`) as a Pipecat FrameProcessor, ladder mode."""
+
+    def __init__(self, policy: LadderPolicy | None = None, *, matcher=None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.core = Controller(policy)
+        # what the caller's words mean to the ladder: by default the voice backends'
+        # classifier on Lull's shared phrases, built in a thread from here on (its models
+        # load now, so a missing one says so at once); any object with match(text) will do
+        self.matcher = matcher if matcher is not None else make_matcher_soon(LearnedIntents(LADDER_INTENTS), None, "classifier")
+        self.inputs: list[tuple[float, Event]] = []  # what the core was fed, in order
+        self.effects: list[tuple[float, Effect]] = []
+        self._start: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._pushed: deque[int] = deque()  # Lull prompts pushed, not yet heard starting
+        self._playing: int | None = None  # the Lull prompt the bot is saying
+        self._own_question: int | None = None  # the token of a question the bot already said
+        self._bot_turn = False  # the bot is saying words Lull did not ask for
+        self._bot_words: list[str] = []
+        self._questions = 0
+        self._seq = 0
+        self._user_words: list[str] = []
+        self._user_stopped = False
+        self._interpreted = True
+
+    # -- the clock -------------------------------------------------------------------
+
+    def _now(self) -> float:
+        loop = asyncio.get_running_loop()
+        if self._start is None:
+            self._start = loop.time()
+        return (loop.time() - self._start) * 1000.0
+
+    # -- frames in -------------------------------------------------------------------
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, StartFrame):
+            self._now()  # the clock starts with the pipeline
+        elif isinstance(frame, BotStartedSpeakingFrame):
+            await self._bot_started()
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            await self._bot_stopped()
+        elif isinstance(frame, (LLMTextFrame, TTSTextFrame)) and direction is FrameDirection.DOWNSTREAM:
+            self._bot_words.append(frame.text)
+        elif isinstance(frame, UserStartedSpeakingFrame):
+            self._seq += 1
+            self._user_words, self._user_stopped, self._interpreted = [], False, False
+            await self._feed(TurnStarted(f"user-{self._seq}", self._seq))
+        elif isinstance(frame, TranscriptionFrame):
+            self._user_words.append(frame.text)
+            if self._user_stopped and not self._interpreted:
+                await self._interpret()  # the words came after the stop
+        elif isinstance(frame, UserStoppedSpeakingFrame):
+            if self._seq:
+                self._user_stopped = True
+                await self._feed(TurnEnded(f"user-{self._seq}", self._seq))
+                if self._user_words:
+                    await self._interpret()
+        elif isinstance(frame, InterruptionFrame):
+            if self._playing is not None:
+                token, self._playing = self._playing, None
+                await self._feed(PlaybackInterrupted(token))
+        elif isinstance(frame, FunctionCallInProgressFrame):
+            await self._feed(ToolStarted(frame.tool_call_id, frame.function_name))
+        elif isinstance(frame, FunctionCallResultFrame):
+            await self._feed(ToolFinished(frame.tool_call_id, "failed" if frame.error else "ok"))
+        elif isinstance(frame, ErrorFrame) and getattr(frame, "fatal", False):
+            await self._feed(TransportFailed("output", str(frame.error)[:200]))
+        elif isinstance(frame, (EndFrame, CancelFrame)):
+            self._stop_timer()
+            if self.core.state.value != "closed":
+                await self._feed(EndSession(reason="pipeline_ended"), push=False)
+        await self.push_frame(frame, direction)
+
+    async def _bot_started(self) -> None:
+        if self._pushed:
+            self._playing = self._pushed.popleft()
+            await self._feed(PlaybackStarted(self._playing))
+        else:
+            self._bot_turn = True  # its words came before it (the LLM's text reaches the TTS first)
+
+    async def _bot_stopped(self) -> None:
+        if self._playing is not None:
+            token, self._playing = self._playing, None
+            await self._feed(PlaybackCompleted(token))
+        elif self._bot_turn:
+            self._bot_turn = False
+            text = "".join(self._bot_words).strip() or "(the bot's turn)"
+            self._bot_words = []
+            self._questions += 1
+            await self._feed(AskQuestion(f"bot-{self._questions}", text))
+            token = self._own_question
+            if token is not None:  # already said by the bot: heard from start to end here
+                self._own_question = None
+                await self._feed(PlaybackStarted(token))
+                await self._feed(PlaybackCompleted(token))
+
+    async def _interpret(self) -> None:
+        self._interpreted = True
+        text = " ".join(w.strip() for w in self._user_words if w.strip())
+        if not text:
+            intent = "noise"
+        else:
+            matcher = self.matcher
+            if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
+                matcher = await asyncio.to_thread(matcher.get)
+            matched = (await asyncio.to_thread(matcher.match, text))[0]  # an encoder's few ms, off the loop
+            intent = matched if matched in _LADDER_MEANINGS else "answer"
+        await self._feed(TurnInterpreted(f"user-{self._seq}", self._seq, intent))  # type: ignore[arg-type]
+
+    # -- the core, and its effects out ---------------------------------------------------
+
+    async def _feed(self, event: Event, push: bool = True) -> None:
+        now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
+        self.inputs.append((now, event))
+        await self._take(self.core.handle(event, now), push)
+
+    async def _take(self, effects: list[Effect], push: bool = True) -> None:
+        now = self.core.now
+        for effect in effects:
+            self.effects.append((now, effect))
+            if type(effect) is not RequestPrompt:
+                continue
+            if effect.kind == "question":
+                self._own_question = effect.token  # the bot's own words: not said again
+            elif push:
+                self._pushed.append(effect.token)
+                await self.push_frame(TTSSpeakFrame(effect.text), FrameDirection.DOWNSTREAM)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        self._stop_timer()
+        due = self.core.next_deadline()
+        if due is None or self.core.state.value == "closed":
+            return
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(max(0.0, due - self._now()) / 1000.0, self._fire)
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        self.create_task(self._fire_due())
+
+    async def _fire_due(self) -> None:
+        due = self.core.next_deadline()
+        if due is None:
+            return
+        now = max(self._now(), due)  # the loop may wake a hair early
+        for timer in iter(lambda: self.core.next_due_timer(now), None):
+            self.inputs.append((now, timer))
+            await self._take(self.core.handle(timer, now))
+
+
+__all__ = ["LullProcessor"]
