@@ -127,7 +127,9 @@ def session_coverage(path: Path, into: Coverage) -> None:
     if found is not None:
         name, known = found
     else:
-        name = INCIDENTS if header.get("source") == "incident" else (header.get("flow") or INCIDENTS)
+        source = header.get("source") or "unknown"
+        # a session with no flow: the ladder alone, grouped by where it came from
+        name = INCIDENTS if source == "incident" else (header.get("flow") or f"({source}: the ladder alone)")
         known = _known_from_policy(header)
     flow = into.flows.setdefault(name, FlowCoverage())
     flow.sessions += 1

@@ -282,9 +282,12 @@ def build_core(journal: Journal, flow_override=None):
     header = journal.header
     if flow_override is not None:
         return FlowRuntime(flow_override)
-    if header.get("source") == "incident":
+    if header.get("source") in ("incident", "pipecat") and header.get("flow_document") is None:
+        # the ladder alone: an incident, or a Pipecat call in ladder mode
         if not isinstance(header.get("ladder_policy"), dict):
-            raise ReplayError(f"{journal.path} line 1: an incident session's header needs field 'ladder_policy' (an object)")
+            raise ReplayError(f"{journal.path} line 1: an {header['source']} session's header needs field 'ladder_policy' (an object)"
+                              if header["source"] == "incident" else
+                              f"{journal.path} line 1: a {header['source']} session's header needs field 'ladder_policy' (an object)")
         try:
             # a policy recorded before a field existed did what its old behaviour does
             return Controller(LadderPolicy.model_validate({**ABSENT_FROM_OLD_POLICIES, **header["ladder_policy"]}))

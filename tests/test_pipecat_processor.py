@@ -177,3 +177,22 @@ def test_by_default_the_classifier_reads_the_callers_words_and_an_answer_ends_th
                UserStoppedSpeakingFrame(), SleepFrame(sleep=0.2)])
     assert [e.intent for _, e in lull.inputs if e.kind == "turn_interpreted"] == ["answer"]
     assert lull.core.episode.outcome == "answered"
+
+
+def test_a_pipecat_call_writes_a_journal_that_replays_clean_with_the_digits_masked(tmp_path):
+    from sessions.journal import read_journal
+    from sessions.replay import replay
+
+    lull = LullProcessor(POLICY, matcher=Phrases(), journal_dir=tmp_path / "call",
+                         services={"stt": "WhisperSTTService", "tts": "PiperTTSService"})
+    run(lull, [*bot_turn("I have your card ending 4821. Is that right?"), UserStartedSpeakingFrame(),
+               TranscriptionFrame("okay I'm back", "u", ""), UserStoppedSpeakingFrame(), SleepFrame(sleep=0.45)])
+    journal = read_journal(tmp_path / "call")
+    assert journal.header["source"] == "pipecat"
+    assert journal.header["pipeline"]["pipecat"] == "1.14.0" and journal.header["pipeline"]["stt"] == "WhisperSTTService"
+    texts = [r.get("text") or (r.get("event") or {}).get("text") or "" for r in journal.records]
+    assert any("I have your card ending" in t for t in texts)
+    assert not any("4821" in t for t in texts), texts  # masked in the question and its restates
+    result = replay(tmp_path / "call")
+    assert result.verdict == "CLEAN", result.describe()
+    assert result.inputs >= 6

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from importlib.metadata import version
+from pathlib import Path
 
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -83,6 +85,8 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents
+from ladder.flow.text import mask_digits
+from sessions.journal import JournalWriter
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 
 # what a caller's words mean to the no-input policy beside an LLM; anything else answers
@@ -92,9 +96,24 @@ _LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
 class LullProcessor(FrameProcessor):
     """A Lull silence policy (a `LadderPolicy`) as a Pipecat FrameProcessor, ladder mode."""
 
-    def __init__(self, policy: LadderPolicy | None = None, *, matcher=None, **kwargs) -> None:
+    def __init__(
+        self,
+        policy: LadderPolicy | None = None,
+        *,
+        matcher=None,
+        journal_dir: Path | None = None,
+        services: dict | None = None,
+        **kwargs,
+    ) -> None:
+        """`journal_dir`: this call's session folder (one per call); the journal it gets
+        replays CLEAN (`lull sessions replay`) and reads in `lull sessions step` and F12.
+        `services`: what the pipeline runs (STT, LLM, TTS, transport), for its header."""
         super().__init__(**kwargs)
         self.core = Controller(policy)
+        self._journal_dir = journal_dir
+        self._services = dict(services or {})
+        self._journal: JournalWriter | None = None
+        self._cipher: dict[str, str] = {}  # the call's digit stand-ins (ladder.flow.text.mask_digits)
         # what the caller's words mean to the ladder: by default the voice backends'
         # classifier on Lull's shared phrases, built in a thread from here on (its models
         # load now, so a missing one says so at once); any object with match(text) will do
@@ -162,6 +181,7 @@ class LullProcessor(FrameProcessor):
             self._stop_timer()
             if self.core.state.value != "closed":
                 await self._feed(EndSession(reason="pipeline_ended"), push=False)
+            self.close_journal()
         await self.push_frame(frame, direction)
 
     async def _bot_started(self) -> None:
@@ -205,12 +225,14 @@ class LullProcessor(FrameProcessor):
     async def _feed(self, event: Event, push: bool = True) -> None:
         now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
         self.inputs.append((now, event))
+        self._write("input", now, {"kind": event.kind, "event": event.to_dict()})
         await self._take(self.core.handle(event, now), push)
 
     async def _take(self, effects: list[Effect], push: bool = True) -> None:
         now = self.core.now
         for effect in effects:
             self.effects.append((now, effect))
+            self._write("decision", now, effect.to_dict())
             if type(effect) is not RequestPrompt:
                 continue
             if effect.kind == "question":
@@ -244,7 +266,43 @@ class LullProcessor(FrameProcessor):
         now = max(self._now(), due)  # the loop may wake a hair early
         for timer in iter(lambda: self.core.next_due_timer(now), None):
             self.inputs.append((now, timer))
+            self._write("input", now, {"kind": timer.kind, "event": timer.to_dict()})
             await self._take(self.core.handle(timer, now))
+
+    # -- the journal -------------------------------------------------------------------
+
+    def _write(self, kind: str, at: float, payload: dict) -> None:
+        if self._journal_dir is None:
+            return
+        if self._journal is None:
+            self._journal = JournalWriter.create(self._journal_dir, {
+                "source": "pipecat",
+                "ladder_policy": self.core.policy.model_dump(mode="json"),
+                "flow_hash": None,
+                "pipeline": {"pipecat": version("pipecat-ai"), "mode": "ladder", **self._services},
+                "models": {},
+                "devices": {"clock": "the pipeline's event loop"},
+            })
+        record = self._redact(payload)
+        if kind == "input":
+            self._journal.write_input(at, record)
+        else:
+            self._journal.write_decision(at, record)
+
+    def _redact(self, value):
+        """Every text in the record with its digits masked (the bot's words may read a
+        caller's code back): the same stand-ins in inputs and decisions, so the
+        journal replays as it was decided."""
+        if isinstance(value, dict):
+            return {k: mask_digits(v, self._cipher) if k == "text" and isinstance(v, str) else self._redact(v)
+                    for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._redact(v) for v in value]
+        return value
+
+    def close_journal(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
 
 
 __all__ = ["LullProcessor"]
