@@ -263,7 +263,10 @@ class LadderPolicy(_Frozen):
     stages: tuple[Stage, ...] = Field(default_factory=default_stages)
     routes: tuple[Route, ...] = Field(default_factory=default_routes)
     reset: dict[str, ResetRule] = Field(default_factory=default_reset_table)
-    episode_ms: PositiveFloat = 120_000  # total bound of one silence episode (L12)
+    # total bound of one silence episode (L12). 150 s covers a hold to its budget (90 s)
+    # and the ladder after it (32 s of waits and its prompts): at 120 s a caller who held
+    # to the end heard the alternative route offered, then the deadline's close 3 s later
+    episode_ms: PositiveFloat = 150_000
     hold_ms: PositiveFloat = 30_000  # one explicit hold (L6), when no still-waiting cadence is set
     hold_budget_ms: PositiveFloat = 90_000  # all holds of one episode together
     # the still-waiting cadence: while a caller holds, a short line every this many ms,

@@ -1076,6 +1076,11 @@ def replay(
     return machine
 
 
+class Bound120Machine(LadderMachine):
+    # the default policy with the 120 s episode bound it had when this was found
+    POLICY = LadderPolicy(episode_ms=120_000)
+
+
 def test_regression_deadline_during_ladder_close_default_policy() -> None:
     """Invariant 5 (L11, L12): the deadline passes while the ladder's safe-close message
     is playing. Found: the controller cut that message off (interrupted) and played the
@@ -1098,7 +1103,7 @@ def test_regression_deadline_during_ladder_close_default_policy() -> None:
         (115_160, PlaybackStarted(4)),
         (120_000, PlaybackStarted(5)),
     ]
-    machine = replay(LadderMachine(), schedule, until=130_000)
+    machine = replay(Bound120Machine(), schedule, until=130_000)
     assert machine.c.episodes[0].outcome == "deadline_reached"
     assert machine.c.state is State.CLOSED
 

@@ -8,11 +8,12 @@ import pytest
 from console_fixtures import compile_data, journal_text_without_clocks, quick_flow_data
 
 from console.headless import rehearse_headless
-from sessions.live import LiveSession
-from voices.backends.text import TextBackend
 from sessions.incidents import library_paths, load_incident, run_incident
+from sessions.journal import read_journal
+from sessions.live import LiveSession
 from sessions.replay import replay
 from sessions.scenarios import load_scenario, run_scenario
+from voices.backends.text import TextBackend
 
 SCENARIOS = sorted((Path(__file__).parent / "scenarios").glob("*.json"))
 
@@ -83,8 +84,9 @@ def test_a_truncated_journal_replays_what_it_holds_and_says_what_was_skipped(tmp
 
 
 def test_a_call_whose_wording_was_edited_mid_call_replays_clean(tmp_path):
-    from console.prompts import apply_to_call
     from console_fixtures import Clock, SilentBackend
+
+    from console.prompts import apply_to_call
     from ladder import PlaybackCompleted, PlaybackStarted
 
     clock, backend = Clock(), SilentBackend()
@@ -315,21 +317,30 @@ def test_after_a_lost_input_a_different_decision_is_not_called_drift(tmp_path):
 
 def test_a_journal_from_before_the_flow_neutral_defaults_replays_clean_under_the_defaults_it_was_recorded_with(tmp_path):
     # Journals recorded before `ladder_defaults` was written hold a flow document whose
-    # empty ladder took the first defaults (the reference-code wording). Today's sample
-    # writes that wording out; an old journal of it had `"ladder": {}` and no header field.
-    path = next(p for p in SCENARIOS if p.stem == "default_silence_to_safe_close")
-    run_scenario(load_scenario(path), path, record_to=tmp_path / "s")
-    journal = tmp_path / "s" / "journal.jsonl"
-    lines = journal.read_text().splitlines()
-    header = json.loads(lines[0])
-    assert header["ladder_defaults"] == 2
-    document = header["flow_document"]
+    # empty ladder took the first defaults (the reference-code wording, a 120 s bound):
+    # recorded here as such a call was, then replayed from its header alone.
+    from ladder.flow.compile import compile_flow
+    from ladder.flow.spec import FlowSpec
+    from sessions.flowfiles import library_flow_path
+    from sessions.scenarios import Simulation
+
+    document = json.loads(library_flow_path("reference_code").read_text())
     document["ladder"] = {}
     del document["slots"]["reference_code"]["label"]
-    del header["ladder_defaults"]
-    journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    path = next(p for p in SCENARIOS if p.stem == "default_silence_to_safe_close")
+    sim = Simulation(load_scenario(path), compile_flow(FlowSpec.model_validate(document), ladder_defaults=1))
+    sim.run()
+    header = {"source": "scenario", "scenario": "old", "flow": "reference_code", "flow_document": document,
+              "models": {}, "devices": {"output": "simulated endpoint", "clock": "virtual"}}
+    sim.call.write_journal(tmp_path / "s", header, redact=sim.runtime.redact)
+    said = [r.get("text") for r in read_journal(tmp_path / "s").decisions() if r.get("effect") == "RequestPrompt"]
+    assert "If the code isn't to hand, we can carry on without it, or I can repeat the question." in said
     result = replay(tmp_path / "s")
     assert result.verdict == "CLEAN", result.describe()
+    journal = tmp_path / "s" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])  # as written: type, schema, created
+    assert "ladder_defaults" not in header
     # read with today's defaults the same document speaks differently: the field matters
     header["ladder_defaults"] = 2
     journal.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")

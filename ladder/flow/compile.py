@@ -102,6 +102,7 @@ LADDER_DEFAULTS_V1 = {
     ],
     "close_deadline": "I'll end the call here, as we've run out of time. "
     "The reference code hasn't been received, so nothing has been changed.",
+    "episode_ms": 120000,
     **ABSENT_FROM_OLD_POLICIES,
 }
 
