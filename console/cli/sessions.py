@@ -267,6 +267,14 @@ def sessions_export(
         print_text(f"wrote {out_path}")
 
 
+def _check_corpus_folder(path: Path) -> None:
+    """A session folder or a folder of them, refused in one line otherwise."""
+    if not path.exists():
+        fail(f"{path}: no such session or folder")
+    if not path.is_dir():
+        fail(f"{path}: not a folder; expected a session folder or a folder of them")
+
+
 @sessions_app.command("coverage")
 def sessions_coverage(
     folders: Annotated[list[Path], typer.Argument(help="Session folders, or folders of them.")],
@@ -282,10 +290,7 @@ def sessions_coverage(
     from sessions.coverage import KINDS, coverage
 
     for folder in folders:
-        if not folder.exists():
-            fail(f"{folder}: no such session or folder")
-        if not folder.is_dir():
-            fail(f"{folder}: not a folder; expected a session folder or a folder of them")
+        _check_corpus_folder(folder)
     try:
         result = coverage(folders)
     except OSError as exc:
@@ -333,10 +338,7 @@ def sessions_report(
 
     if as_json and as_csv:
         fail("--json and --csv: choose one output format")
-    if not path.exists():
-        fail(f"{path}: no such session or folder")
-    if not path.is_dir():
-        fail(f"{path}: not a folder; expected a session folder or a folder of them")
+    _check_corpus_folder(path)
     try:
         metrics = folder_metrics(path)
     except OSError as exc:
