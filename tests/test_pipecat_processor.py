@@ -67,7 +67,7 @@ def traces(processor, kind) -> list:
 def bot_turn(words="What is your account number?"):
     # the LLM's words reach the processor (on their way to the TTS) before the transport
     # says the bot started speaking them; system frames jump the queue, so wait between
-    return [LLMTextFrame(words), SleepFrame(sleep=0.02), BotStartedSpeakingFrame(), SleepFrame(sleep=0.02),
+    return [LLMTextFrame(words), SleepFrame(sleep=0.1), BotStartedSpeakingFrame(), SleepFrame(sleep=0.05),
             BotStoppedSpeakingFrame()]
 
 
@@ -77,7 +77,7 @@ def run(processor, frames):
 
 def test_after_the_bots_question_silence_gets_the_reminder_through_the_pipelines_tts():
     lull = lull_processor()
-    down = run(lull, [*bot_turn(), SleepFrame(sleep=0.45)])
+    down = run(lull, [*bot_turn(), SleepFrame(sleep=1.0)])  # the window is 300 ms: room for a busy machine
     assert said(down) == ["Take your time."]  # pushed downstream, to the TTS
     ask = next(e for _, e in lull.inputs if e.kind == "ask_question")
     assert ask.text == "What is your account number?"
@@ -88,7 +88,7 @@ def test_after_the_bots_question_silence_gets_the_reminder_through_the_pipelines
 
 def test_bot_speaking_frames_of_lulls_prompt_are_its_playback_and_the_window_arms_from_their_end():
     lull = lull_processor()
-    run(lull, [*bot_turn(), SleepFrame(sleep=0.4), BotStartedSpeakingFrame(), SleepFrame(sleep=0.1),
+    run(lull, [*bot_turn(), SleepFrame(sleep=1.0), BotStartedSpeakingFrame(), SleepFrame(sleep=0.1),
                BotStoppedSpeakingFrame(), SleepFrame(sleep=0.1)])
     reminder = next(e for _, e in lull.effects if type(e).__name__ == "RequestPrompt" and e.kind == "reminder")
     started = [e for _, e in lull.inputs if e.kind == "playback_started"]
@@ -111,7 +111,7 @@ def test_the_caller_asking_for_time_is_held_not_reminded():
 def test_the_hold_starts_when_the_bot_has_said_the_acknowledgement():
     lull = lull_processor()
     down = run(lull, [*bot_turn(), UserStartedSpeakingFrame(), TranscriptionFrame("hang on a second", "u", ""),
-                      UserStoppedSpeakingFrame(), SleepFrame(sleep=0.05), BotStartedSpeakingFrame(),
+                      UserStoppedSpeakingFrame(), SleepFrame(sleep=0.3), BotStartedSpeakingFrame(),
                       SleepFrame(sleep=0.05), BotStoppedSpeakingFrame(), SleepFrame(sleep=0.3)])
     assert said(down) == ["Sure, take your time."]
     [hold] = traces(lull, "hold_armed")
@@ -160,7 +160,7 @@ def test_a_function_call_started_before_the_bot_stopped_is_a_tool_wait_not_calle
 
 def test_an_interruption_while_lulls_prompt_plays_is_its_interruption():
     lull = lull_processor()
-    run(lull, [*bot_turn(), SleepFrame(sleep=0.4), BotStartedSpeakingFrame(), InterruptionFrame(),
+    run(lull, [*bot_turn(), SleepFrame(sleep=1.0), BotStartedSpeakingFrame(), InterruptionFrame(),
                UserStartedSpeakingFrame(), SleepFrame(sleep=0.05)])
     interrupted = [e for _, e in lull.inputs if e.kind == "playback_interrupted"]
     reminder = next(e for _, e in lull.effects if type(e).__name__ == "RequestPrompt" and e.kind == "reminder")
