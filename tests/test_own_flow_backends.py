@@ -72,8 +72,15 @@ def test_on_the_text_backend_the_hold_keeps_company_and_a_partial_answer_is_ackn
     from sessions.live import LiveSession
     from voices.backends.text import TextBackend
 
-    backend = TextBackend(ms_per_word=60, start_delay_ms=10, matcher_kind="classifier")
-    session = LiveSession(short_hold_flow(), backend, journal_dir=tmp_path / "take")
+    from ladder.flow.shared_intents import flow_intents
+    from voices.interpret import make_matcher
+
+    flow = short_hold_flow()
+    # the classifier the voice backends use, trained before the call: on a busy machine its
+    # build outlasts the ladder, and a typed turn waits for it while the windows run
+    matcher = make_matcher(flow_intents(flow.spec), None, "classifier")
+    backend = TextBackend(ms_per_word=60, start_delay_ms=10, matcher=matcher)
+    session = LiveSession(flow, backend, journal_dir=tmp_path / "take")
 
     def until(predicate, timeout=40):
         return wait_until(predicate, timeout, why=lambda: said(session))

@@ -61,7 +61,11 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
             await asyncio.sleep(0.3)
             talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(1.2 * 16000), np.float32), speech(models, "three four zero")]))
             await until(lambda: session.runtime.asking == ("main", "confirm_code"))
-            await asyncio.sleep(0.5)
+            # the caller's wait is measured to the reply's first audio: on a busy machine
+            # that can come well after the confirmation is asked
+            journal_file = tmp_path / "take" / "journal.jsonl"
+            await until(lambda: '"turn_latency"' in journal_file.read_text())
+            await asyncio.sleep(0.2)
         finally:
             await session.stop()
 
