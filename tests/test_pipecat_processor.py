@@ -1,10 +1,11 @@
 """LullProcessor in a real Pipecat pipeline (pipecat.tests.utils.run_test: its worker,
 frame queues and clock), ladder mode: the frame mapping, frame by frame, including the
-orders Pipecat produces under load. Short waits so each test runs in about a second."""
+orders Pipecat produces under load. The pipelines run on virtual time
+(voices.pipecat.virtual_loop): the waits take no wall time, and a busy machine cannot
+stretch one past a window."""
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
@@ -26,6 +27,7 @@ from pipecat.tests.utils import SleepFrame, run_test  # noqa: E402
 
 from ladder import LadderPolicy, Stage  # noqa: E402
 from voices.pipecat import LullProcessor  # noqa: E402
+from voices.pipecat.virtual_loop import run_virtual  # noqa: E402
 
 POLICY = LadderPolicy(
     stages=(
@@ -72,7 +74,7 @@ def bot_turn(words="What is your account number?"):
 
 
 def run(processor, frames):
-    return asyncio.run(run_test(processor, frames_to_send=frames))[0]
+    return run_virtual(run_test(processor, frames_to_send=frames))[0]
 
 
 def test_after_the_bots_question_silence_gets_the_reminder_through_the_pipelines_tts():

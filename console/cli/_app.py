@@ -44,6 +44,19 @@ def reflow_help(doc: str | None) -> str | None:
     return "\n\n".join(out)
 
 
+def quiet_pipecat_logs() -> None:
+    """Pipecat logs every frame processor's start and stop at DEBUG (loguru, to
+    stderr): the CLI keeps its warnings and errors only. Call before importing it."""
+    try:
+        from loguru import logger
+    except ImportError:  # no pipecat extra: nothing logs through loguru
+        return
+    import sys
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
+
+
 def fail(message: str, code: int = 2) -> None:
     """One clear line and a non-zero exit. The message is never read as console markup:
     it holds file names, journal content and the user's words."""

@@ -19,7 +19,7 @@ from sessions.incidents import (
     run_incident,
 )
 
-from ._app import app, check_record_folder, fail, out, plain, print_text
+from ._app import app, check_record_folder, fail, out, plain, print_text, quiet_pipecat_logs
 
 incidents_app = typer.Typer(
     help="The incident library: race, hold, media-failure and deadline schedules run on a virtual clock.",
@@ -93,6 +93,15 @@ def run_incidents(
             help="Write each run as a session folder DIR/<incident>/journal.jsonl.",
         ),
     ] = None,
+    via: Annotated[
+        str,
+        typer.Option(
+            "--via",
+            metavar="core|pipecat",
+            help="core: the core on a virtual clock; pipecat: a real Pipecat pipeline "
+            "(its queues, Lull's processor, a simulated transport) on virtual time.",
+        ),
+    ] = "core",
 ) -> None:
     """Run incidents on a virtual clock; exit 1 if any fails.
 
@@ -104,20 +113,37 @@ def run_incidents(
       lull incidents run seven_waits duplicate_timeout
       lull incidents run my_incident.json --json
       lull incidents run seven_waits --record sessions-out
+      lull incidents run --via pipecat
     """
+    if via not in ("core", "pipecat"):
+        fail(f"--via: expected core or pipecat, got {via!r}")
     try:
         incidents = _resolve_incidents(names)
     except IncidentError as exc:
         fail(str(exc))
     if record is not None:
         check_record_folder(record, [i.name for i in incidents], "incident")
-    outcomes = [
-        run_incident(i, record_to=None if record is None else record / i.name) for i in incidents
-    ]
-    if as_json:
-        typer.echo(json.dumps([o.to_dict() for o in outcomes], indent=2))
+    folder = (lambda i: None) if record is None else (lambda i: record / i.name)
+    frames = events = 0
+    if via == "pipecat":
+        quiet_pipecat_logs()
+        try:
+            from voices.pipecat.incidents import run_incident_via_pipecat
+        except ImportError as exc:
+            fail(str(exc))
+        outcomes = []
+        for incident in incidents:
+            outcome, run = run_incident_via_pipecat(incident, record_to=folder(incident))
+            outcomes.append(outcome)
+            frames, events = frames + run.as_frames, events + run.as_events
     else:
-        _print_outcomes(outcomes)
+        outcomes = [run_incident(i, record_to=folder(i)) for i in incidents]
+    if as_json:
+        typer.echo(json.dumps([o.to_dict() | {"via": via} for o in outcomes], indent=2))
+    else:
+        _print_outcomes(outcomes, "Incidents through a Pipecat pipeline, on virtual time" if via == "pipecat" else None)
+        if via == "pipecat":
+            print_text(f"steps as Pipecat's own frames: {frames}; as LullEventFrame (no Pipecat frame for them): {events}")
     failed = [o for o in outcomes if not o.passed]
     if failed:
         raise typer.Exit(1)
@@ -126,8 +152,8 @@ def run_incidents(
 
 
 
-def _print_outcomes(outcomes: list[Outcome]) -> None:
-    table = Table(title="Incidents on a virtual clock", title_justify="left")
+def _print_outcomes(outcomes: list[Outcome], title: str | None = None) -> None:
+    table = Table(title=title or "Incidents on a virtual clock", title_justify="left")
     table.add_column("incident", style="bold")
     table.add_column("verdict")
     table.add_column("requested", justify="right")

@@ -27,16 +27,32 @@ pipeline's start):
 - `TranscriptionFrame`: the caller's words, read by Lull's classifier on its shared
   phrases (asking for time, being back, asking again, backchannels) into `TurnInterpreted` once
   the turn has ended (a transcription after the stop is read when it comes); words that
-  are none of these answer the question: the LLM takes it from there.
+  are none of these answer the question (the answer's value is the words heard, masked
+  in the journal): the LLM takes it from there.
 - `InterruptionFrame`: `PlaybackInterrupted` of the Lull prompt playing.
 - `FunctionCallInProgressFrame` / `FunctionCallResultFrame`: `ToolStarted` /
   `ToolFinished` (ok, or failed when the result carries an error).
 - `ErrorFrame` marked fatal: `TransportFailed` of the output path.
 - `EndFrame` / `CancelFrame`: `EndSession`; the timers stop.
+- `LullEventFrame` (voices.pipecat.frames): its core event, as it comes; for what
+  Pipecat has no frame for (a route's availability, an announcement, a question the
+  application asks Lull to ask, a media path failing or recovering).
 
-Effects go back as frames: a `RequestPrompt` is a `TTSSpeakFrame` downstream (its token
-remembered for the bot speaking frames); the core's timers run on the event loop at
-`next_deadline()`. Every frame passes on unchanged.
+Effects go back as frames:
+- a `RequestPrompt` is a `TTSSpeakFrame` downstream, its token and kind in the frame's
+  metadata (`lull_token`, `lull_kind`) and remembered for the bot speaking frames; the
+  question of the bot's own turn is not said again;
+- a `CancelPrompt` of a prompt queued or playing is an interruption broadcast (the
+  pipeline's TTS and transport flush it); one that had started playing is reported
+  `PlaybackInterrupted` at once;
+- `SessionClosed` ends the call (an `EndWorkerFrame`) once the last Lull prompt
+  has been said, unless `end_call_on_close` is off;
+- the core's timers run on the event loop at `next_deadline()`.
+Every frame passes on unchanged.
+
+Times are the pipeline's event loop clock, in ms, read to the microsecond. A transport
+that reports the bot stopped speaking late makes the window arm late by as much: the
+window is measured from the frame, not from the audio.
 """
 
 from __future__ import annotations
@@ -44,6 +60,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from importlib.metadata import version
+from collections.abc import Callable
 from pathlib import Path
 
 from pipecat.frames.frames import (
@@ -53,6 +70,7 @@ from pipecat.frames.frames import (
     EndFrame,
     ErrorFrame,
     Frame,
+    EndWorkerFrame,
     FunctionCallInProgressFrame,
     FunctionCallResultFrame,
     InterruptionFrame,
@@ -68,13 +86,16 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from ladder import (
     AskQuestion,
+    CancelPrompt,
     Controller,
     EndSession,
     LadderPolicy,
     PlaybackCompleted,
     PlaybackInterrupted,
     PlaybackStarted,
+    PromptFailed,
     RequestPrompt,
+    SessionClosed,
     ToolFinished,
     ToolStarted,
     TransportFailed,
@@ -88,6 +109,8 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents
 from ladder.flow.text import mask_digits
 from sessions.journal import JournalWriter
 from voices.interpret import BackgroundMatcher, make_matcher_soon
+
+from .frames import LullEventFrame
 
 # what a caller's words mean to the no-input policy beside an LLM; anything else answers
 _LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
@@ -103,17 +126,24 @@ class LullProcessor(FrameProcessor):
         matcher=None,
         journal_dir: Path | None = None,
         services: dict | None = None,
+        end_call_on_close: bool = True,
+        turn_id: Callable[[int], str] | None = None,
         **kwargs,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); the journal it gets
         replays CLEAN (`lull sessions replay`) and reads in `lull sessions step` and F12.
-        `services`: what the pipeline runs (STT, LLM, TTS, transport), for its header."""
+        `services`: what the pipeline runs (STT, LLM, TTS, transport), for its header.
+        `end_call_on_close`: when the policy closes the call, end the pipeline after the
+        closing words. `turn_id`: the name of the caller's turn number N (`user-N`)."""
         super().__init__(**kwargs)
+        self.end_call_on_close = end_call_on_close
+        self.turn_id = turn_id or (lambda seq: f"user-{seq}")
         self.core = Controller(policy)
         self._journal_dir = journal_dir
         self._services = dict(services or {})
         self._journal: JournalWriter | None = None
         self._cipher: dict[str, str] = {}  # the call's digit stand-ins (ladder.flow.text.mask_digits)
+        self._masked: dict[str, str] = {}  # words that came in -> as the journal holds them
         # what the caller's words mean to the ladder: by default the voice backends'
         # classifier on Lull's shared phrases, built in a thread from here on (its models
         # load now, so a missing one says so at once); any object with match(text) will do
@@ -132,6 +162,7 @@ class LullProcessor(FrameProcessor):
         self._user_words: list[str] = []
         self._user_stopped = False
         self._interpreted = True
+        self._closing = False  # the policy closed the call: end it after the last prompt
 
     # -- the clock -------------------------------------------------------------------
 
@@ -139,7 +170,7 @@ class LullProcessor(FrameProcessor):
         loop = asyncio.get_running_loop()
         if self._start is None:
             self._start = loop.time()
-        return (loop.time() - self._start) * 1000.0
+        return round((loop.time() - self._start) * 1000.0, 3)
 
     # -- frames in -------------------------------------------------------------------
 
@@ -153,10 +184,13 @@ class LullProcessor(FrameProcessor):
             await self._bot_stopped()
         elif isinstance(frame, (LLMTextFrame, TTSTextFrame)) and direction is FrameDirection.DOWNSTREAM:
             self._bot_words.append(frame.text)
+        elif isinstance(frame, LullEventFrame):
+            self._forget(frame.event)
+            await self._feed(frame.event)
         elif isinstance(frame, UserStartedSpeakingFrame):
             self._seq += 1
             self._user_words, self._user_stopped, self._interpreted = [], False, False
-            await self._feed(TurnStarted(f"user-{self._seq}", self._seq))
+            await self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
         elif isinstance(frame, TranscriptionFrame):
             self._user_words.append(frame.text)
             if self._user_stopped and not self._interpreted:
@@ -164,7 +198,7 @@ class LullProcessor(FrameProcessor):
         elif isinstance(frame, UserStoppedSpeakingFrame):
             if self._seq:
                 self._user_stopped = True
-                await self._feed(TurnEnded(f"user-{self._seq}", self._seq))
+                await self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
                 if self._user_words:
                     await self._interpret()
         elif isinstance(frame, InterruptionFrame):
@@ -184,6 +218,16 @@ class LullProcessor(FrameProcessor):
             self.close_journal()
         await self.push_frame(frame, direction)
 
+    def _forget(self, event: Event) -> None:
+        """A Lull prompt that failed or ended by an application's report is no longer
+        waiting for the bot speaking frames (the next start is another prompt's)."""
+        token = getattr(event, "token", None)
+        if type(event) in (PromptFailed, PlaybackCompleted, PlaybackInterrupted) and token is not None:
+            if token in self._pushed:
+                self._pushed.remove(token)
+            if token == self._playing:
+                self._playing = None
+
     async def _bot_started(self) -> None:
         if self._pushed:
             self._playing = self._pushed.popleft()
@@ -195,12 +239,13 @@ class LullProcessor(FrameProcessor):
         if self._playing is not None:
             token, self._playing = self._playing, None
             await self._feed(PlaybackCompleted(token))
+            await self._end_if_closed()
         elif self._bot_turn:
             self._bot_turn = False
             text = "".join(self._bot_words).strip() or "(the bot's turn)"
             self._bot_words = []
             self._questions += 1
-            await self._feed(AskQuestion(f"bot-{self._questions}", text))
+            await self._feed(AskQuestion(f"bot-{self._questions}", text), own_question=True)
             token = self._own_question
             if token is not None:  # already said by the bot: heard from start to end here
                 self._own_question = None
@@ -210,6 +255,7 @@ class LullProcessor(FrameProcessor):
     async def _interpret(self) -> None:
         self._interpreted = True
         text = " ".join(w.strip() for w in self._user_words if w.strip())
+        value = None
         if not text:
             intent = "noise"
         else:
@@ -218,29 +264,58 @@ class LullProcessor(FrameProcessor):
                 matcher = await asyncio.to_thread(matcher.get)
             matched = (await asyncio.to_thread(matcher.match, text))[0]  # an encoder's few ms, off the loop
             intent = matched if matched in _LADDER_MEANINGS else "answer"
-        await self._feed(TurnInterpreted(f"user-{self._seq}", self._seq, intent))  # type: ignore[arg-type]
+            value = text if intent == "answer" else None  # the answer is the caller's words
+        await self._feed(TurnInterpreted(self.turn_id(self._seq), self._seq, intent, value))  # type: ignore[arg-type]
 
     # -- the core, and its effects out ---------------------------------------------------
 
-    async def _feed(self, event: Event, push: bool = True) -> None:
+    async def _feed(self, event: Event, push: bool = True, own_question: bool = False) -> None:
         now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
         self.inputs.append((now, event))
         self._write("input", now, {"kind": event.kind, "event": event.to_dict()})
-        await self._take(self.core.handle(event, now), push)
+        await self._take(self.core.handle(event, now), push, own_question)
 
-    async def _take(self, effects: list[Effect], push: bool = True) -> None:
+    async def _take(self, effects: list[Effect], push: bool = True, own_question: bool = False) -> None:
         now = self.core.now
+        cut: list[int] = []  # Lull prompts cut while playing: reported after these effects
         for effect in effects:
             self.effects.append((now, effect))
             self._write("decision", now, effect.to_dict())
-            if type(effect) is not RequestPrompt:
-                continue
-            if effect.kind == "question":
-                self._own_question = effect.token  # the bot's own words: not said again
-            elif push:
-                self._pushed.append(effect.token)
-                await self.push_frame(TTSSpeakFrame(effect.text), FrameDirection.DOWNSTREAM)
+            kind = type(effect)
+            if kind is RequestPrompt:
+                if own_question and effect.kind == "question":
+                    self._own_question = effect.token  # the bot's own words: not said again
+                elif push:
+                    self._pushed.append(effect.token)
+                    speak = TTSSpeakFrame(effect.text, append_to_context=False)
+                    speak.metadata.update(lull_token=effect.token, lull_kind=effect.kind)
+                    await self.push_frame(speak, FrameDirection.DOWNSTREAM)
+            elif kind is CancelPrompt:
+                if await self._cancel(effect.token):
+                    cut.append(effect.token)
+            elif kind is SessionClosed:
+                self._closing = True
         self._schedule()
+        for token in cut:
+            await self._feed(PlaybackInterrupted(token))
+        if push:
+            await self._end_if_closed()
+
+    async def _cancel(self, token: int) -> bool:
+        """Flush a Lull prompt the pipeline still holds; True if it had started playing."""
+        if token == self._playing:
+            self._playing = None
+            await self.broadcast_interruption()
+            return True
+        if token in self._pushed:
+            self._pushed.remove(token)
+            await self.broadcast_interruption()
+        return False
+
+    async def _end_if_closed(self) -> None:
+        if self._closing and self.end_call_on_close and self._playing is None and not self._pushed:
+            self._closing = False
+            await self.push_frame(EndWorkerFrame(reason="lull_session_closed"), FrameDirection.DOWNSTREAM)
 
     def _schedule(self) -> None:
         self._stop_timer()
@@ -248,7 +323,9 @@ class LullProcessor(FrameProcessor):
         if due is None or self.core.state.value == "closed":
             return
         loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(max(0.0, due - self._now()) / 1000.0, self._fire)
+        self._now()  # the clock has started
+        # at the deadline on the loop's clock itself, so no delay adds up call after call
+        self._timer = loop.call_at(self._start + due / 1000.0, self._fire)  # type: ignore[operator]
 
     def _stop_timer(self) -> None:
         if self._timer is not None:
@@ -283,21 +360,36 @@ class LullProcessor(FrameProcessor):
                 "models": {},
                 "devices": {"clock": "the pipeline's event loop"},
             })
-        record = self._redact(payload)
+        record = self._redact_input(payload) if kind == "input" else self._redact_decision(payload)
         if kind == "input":
             self._journal.write_input(at, record)
         else:
             self._journal.write_decision(at, record)
 
-    def _redact(self, value):
-        """Every text in the record with its digits masked (the bot's words may read a
-        caller's code back): the same stand-ins in inputs and decisions, so the
-        journal replays as it was decided."""
+    def _redact_input(self, record: dict) -> dict:
+        """The words that came in (the bot's question, an announcement, the caller's
+        answer) with their digits masked, spelled or not; the same stand-ins all call."""
+        event = dict(record["event"])
+        for key in ("text", "value"):
+            words = event.get(key)
+            if isinstance(words, str) and words:
+                masked = mask_digits(words, self._cipher)
+                if masked != words:
+                    self._masked[words] = masked
+                event[key] = masked
+        return {**record, "event": event}
+
+    def _redact_decision(self, value):
+        """A decision with the words that came in masked wherever it repeats them; Lull's
+        own wording ("One moment...") is kept, so the journal replays as decided."""
         if isinstance(value, dict):
-            return {k: mask_digits(v, self._cipher) if k == "text" and isinstance(v, str) else self._redact(v)
-                    for k, v in value.items()}
+            return {k: self._redact_decision(v) for k, v in value.items()}
         if isinstance(value, list):
-            return [self._redact(v) for v in value]
+            return [self._redact_decision(v) for v in value]
+        if isinstance(value, str) and self._masked:
+            for words, masked in self._masked.items():
+                if words in value:
+                    value = value.replace(words, masked)
         return value
 
     def close_journal(self) -> None:

@@ -1,0 +1,34 @@
+"""The frames Lull adds to Pipecat's: a core event for what Pipecat has no frame for.
+
+A route's availability changing, a hangup the transport saw, an announcement, a
+question the application asks Lull to ask, a media path recovering: an application
+pushes `LullEventFrame(event)` and `LullProcessor` feeds the event to its core as it
+comes, in order with the other frames. Everything with a Pipecat frame of its own
+(speaking, transcriptions, interruptions, function calls, end and cancel) should come
+as that frame, never as this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipecat.frames.frames import SystemFrame
+
+from ladder.events import Event
+
+
+@dataclass
+class LullEventFrame(SystemFrame):
+    """One core event (`ladder.events`), fed to the LullProcessor it reaches.
+
+    A system frame: it is not dropped by an interruption, and it keeps its order with
+    the speaking frames (system frames too), which it usually relates to.
+    """
+
+    event: Event
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.event.kind})"
+
+
+__all__ = ["LullEventFrame"]
