@@ -137,6 +137,7 @@ class LiveSession:
                 "flow_document": (document := self.flow.spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)),
                 "flow_hash": document_hash(document),
                 "ladder_defaults": LADDER_DEFAULTS,  # the defaults the document's ladder was read with
+                **getattr(self.backend, "journal_header", {}),  # a backend's word on where the call ran
                 **self._header,
             }
             self._journal = JournalWriter.create(self._journal_dir, header)

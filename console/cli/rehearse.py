@@ -19,7 +19,7 @@ from sessions.flowfiles import (
     resolve_flow,
 )
 
-from ._app import app, err, fail, print_text
+from ._app import app, err, fail, print_text, quiet_pipecat_logs
 
 # what a session folder holds: a folder holding any of them is someone's recording
 SESSION_FILES = ("journal.jsonl", "mic.wav", "out.wav")
@@ -57,7 +57,7 @@ def _journal_problem(exc: OSError, journal: Path | None) -> str | None:
 @app.command("rehearse")
 def rehearse(
     flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
-    backend: Annotated[str, typer.Option("--backend", help="audio, file or text (default: audio where a device exists, else text).")] = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="audio, file, text or pipecat (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (needs the pipecat extra and --caller).")] = "auto",
     headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
     journal: Annotated[
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
@@ -82,6 +82,7 @@ def rehearse(
       lull rehearse
       lull rehearse my_flow.json --journal takes/1
       lull rehearse --backend file --caller caller.wav --headless --journal t2
+      lull rehearse --backend pipecat --caller caller.wav --headless --journal t3
       printf 'hold on\\n4821\\nyes\\n' | lull rehearse --backend text --headless
     """
     import asyncio
@@ -90,10 +91,16 @@ def rehearse(
 
     from ..headless import HELP, rehearse_headless
 
-    if backend not in ("auto", "audio", "file", "text"):
-        fail(f"--backend {backend}: expected audio, file or text")
-    if backend == "file" and caller is None:
-        fail("--backend file needs --caller caller.wav (the caller's audio)")
+    if backend not in ("auto", "audio", "file", "text", "pipecat"):
+        fail(f"--backend {backend}: expected audio, file, text or pipecat")
+    if backend in ("file", "pipecat") and caller is None:
+        fail(f"--backend {backend} needs --caller caller.wav (the caller's audio)")
+    if backend == "pipecat":
+        quiet_pipecat_logs()
+        try:
+            import voices.pipecat  # noqa: F401
+        except ImportError as exc:
+            fail(str(exc))
     if caller is not None:
         _check_caller_recording(caller)  # before any model loads, as --journal is checked
     if journal is not None:
@@ -188,7 +195,7 @@ def _check_caller_recording(caller: Path) -> None:
 
 def _choose_backend(backend: str, input_device: str | None, output_device: str | None) -> tuple[str, str]:
     """The backend to use and, when it is not what was asked for, a notice saying why."""
-    if backend in ("text", "file"):
+    if backend in ("text", "file", "pipecat"):
         return backend, ("Text backend: type the caller's turns below." if backend == "text" else "")
     from voices.audio import TEXT_BACKEND_HINT, AudioUnavailable, resolve_device
 
@@ -241,6 +248,10 @@ def _make_backend(
             return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
         except (ValueError, OSError) as exc:
             fail(str(exc))
+    if chosen == "pipecat":
+        from voices.pipecat.backend import PipecatBackend
+
+        return PipecatBackend(models, caller)
     try:
         return AudioBackend(
             models,

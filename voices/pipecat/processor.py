@@ -1,4 +1,12 @@
-"""`LullProcessor`: a Lull silence policy inside any Pipecat pipeline, ladder mode.
+"""`LullProcessor`: a Lull silence policy inside any Pipecat pipeline.
+
+Two modes. *Ladder* (`LullProcessor(policy)`): beside an LLM, Lull owns the no-input
+behaviour only (below). *Flow* (`LullProcessor(flow=compiled_flow)`, or bound to a
+`sessions.live.LiveSession` with `session=`): a Lull flow drives the conversation as in
+Lull's own agent. Its prompts, questions included, are said through the pipeline's TTS.
+The caller's words are read by the flow's classifier into `CallerUtterance`. Its tools
+run as the live session runs them. The live session keeps the journal and the timers,
+exactly as for Lull's own backends. The frame mapping below is the same in both modes.
 
 Beside an LLM agent, Lull owns only the no-input behaviour: after each bot turn that
 waits for the caller, the listening windows, reminders, holds, recovery and close, said
@@ -86,6 +94,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from ladder import (
     AskQuestion,
+    CallerUtterance,
     CancelPrompt,
     Controller,
     EndSession,
@@ -105,7 +114,7 @@ from ladder import (
 )
 from ladder.effects import Effect
 from ladder.events import Event
-from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents
+from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
 from ladder.flow.text import mask_digits
 from sessions.journal import JournalWriter
 from voices.interpret import BackgroundMatcher, make_matcher_soon
@@ -128,17 +137,29 @@ class LullProcessor(FrameProcessor):
         services: dict | None = None,
         end_call_on_close: bool = True,
         turn_id: Callable[[int], str] | None = None,
+        flow=None,
+        session=None,
+        on_line: Callable[[str, str], None] | None = None,
         **kwargs,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); the journal it gets
         replays CLEAN (`lull sessions replay`) and reads in `lull sessions step` and F12.
         `services`: what the pipeline runs (STT, LLM, TTS, transport), for its header.
         `end_call_on_close`: when the policy closes the call, end the pipeline after the
-        closing words. `turn_id`: the name of the caller's turn number N (`user-N`)."""
+        closing words. `turn_id`: the name of the caller's turn number N (`user-N`).
+        `flow` (a CompiledFlow) or `session` (a LiveSession): flow mode."""
         super().__init__(**kwargs)
+        if flow is not None and session is None:
+            from sessions.live import LiveSession
+
+            session = LiveSession(flow, self, journal_dir=journal_dir,
+                                  header={"source": "pipecat", "pipeline": {"mode": "flow", **dict(services or {})}})
+        self._session = session
+        self.on_line = on_line or (lambda who, text: None)  # ("agent"|"caller", words) as heard
+        self._texts: dict[int, str] = {}  # Lull prompt token -> its words
         self.end_call_on_close = end_call_on_close
         self.turn_id = turn_id or (lambda seq: f"user-{seq}")
-        self.core = Controller(policy)
+        self.core = Controller(policy) if session is None else session.runtime.ladder
         self._journal_dir = journal_dir
         self._services = dict(services or {})
         self._journal: JournalWriter | None = None
@@ -147,7 +168,11 @@ class LullProcessor(FrameProcessor):
         # what the caller's words mean to the ladder: by default the voice backends'
         # classifier on Lull's shared phrases, built in a thread from here on (its models
         # load now, so a missing one says so at once); any object with match(text) will do
-        self.matcher = matcher if matcher is not None else make_matcher_soon(LearnedIntents(LADDER_INTENTS), None, "classifier")
+        if matcher is None:
+            # flow mode: the flow's own intents, with the shared phrases it learns
+            intents = LearnedIntents(LADDER_INTENTS) if session is None else flow_intents(session.flow.spec)
+            matcher = make_matcher_soon(intents, None, "classifier")
+        self.matcher = matcher
         self.inputs: list[tuple[float, Event]] = []  # what the core was fed, in order
         self.effects: list[tuple[float, Effect]] = []
         self._start: float | None = None
@@ -178,6 +203,8 @@ class LullProcessor(FrameProcessor):
         await super().process_frame(frame, direction)
         if isinstance(frame, StartFrame):
             self._now()  # the clock starts with the pipeline
+            if self._session is not None and self._session.loop is None:
+                await self._session.start()  # flow mode: the call starts with the pipeline
         elif isinstance(frame, BotStartedSpeakingFrame):
             await self._bot_started()
         elif isinstance(frame, BotStoppedSpeakingFrame):
@@ -211,6 +238,8 @@ class LullProcessor(FrameProcessor):
             await self._feed(ToolFinished(frame.tool_call_id, "failed" if frame.error else "ok"))
         elif isinstance(frame, ErrorFrame) and getattr(frame, "fatal", False):
             await self._feed(TransportFailed("output", str(frame.error)[:200]))
+        elif isinstance(frame, (EndFrame, CancelFrame)) and self._session is not None:
+            await self._session.stop()
         elif isinstance(frame, (EndFrame, CancelFrame)):
             self._stop_timer()
             if self.core.state.value != "closed":
@@ -228,9 +257,15 @@ class LullProcessor(FrameProcessor):
             if token == self._playing:
                 self._playing = None
 
+    @property
+    def speaking(self) -> bool:
+        """Is a Lull prompt still queued or playing?"""
+        return bool(self._pushed) or self._playing is not None
+
     async def _bot_started(self) -> None:
         if self._pushed:
             self._playing = self._pushed.popleft()
+            self.on_line("agent", self._texts.get(self._playing, ""))
             await self._feed(PlaybackStarted(self._playing))
         else:
             self._bot_turn = True  # its words came before it (the LLM's text reaches the TTS first)
@@ -240,7 +275,7 @@ class LullProcessor(FrameProcessor):
             token, self._playing = self._playing, None
             await self._feed(PlaybackCompleted(token))
             await self._end_if_closed()
-        elif self._bot_turn:
+        elif self._bot_turn and self._session is None:
             self._bot_turn = False
             text = "".join(self._bot_words).strip() or "(the bot's turn)"
             self._bot_words = []
@@ -255,6 +290,9 @@ class LullProcessor(FrameProcessor):
     async def _interpret(self) -> None:
         self._interpreted = True
         text = " ".join(w.strip() for w in self._user_words if w.strip())
+        if self._session is not None:
+            await self._utterance(text)
+            return
         value = None
         if not text:
             intent = "noise"
@@ -267,9 +305,59 @@ class LullProcessor(FrameProcessor):
             value = text if intent == "answer" else None  # the answer is the caller's words
         await self._feed(TurnInterpreted(self.turn_id(self._seq), self._seq, intent, value))  # type: ignore[arg-type]
 
+    async def _utterance(self, text: str) -> None:
+        """Flow mode: the caller's words and the flow intent they match."""
+        turn, seq = self.turn_id(self._seq), self._seq
+        if not text:
+            await self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
+            return
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):
+            matcher = await asyncio.to_thread(matcher.get)
+        intent, score = await asyncio.to_thread(matcher.match, text)
+        self.on_line("caller", text)
+        await self._feed(CallerUtterance(turn, seq, text, intent, score))
+
+    # -- flow mode: the live session's edge (sessions.live.Backend) ----------------------
+
+    def attach(self, session) -> None:
+        self._session = session
+
+    async def start(self) -> None:
+        """The live session started (it starts with the pipeline's StartFrame)."""
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        self._pushed.append(prompt.token)
+        self.create_task(self._push_prompt(prompt))  # the session feeds on the loop: push from a task
+
+    def cancel(self, token: int) -> None:
+        async def cut() -> None:
+            if await self._cancel(token):
+                await self._feed(PlaybackInterrupted(token))
+
+        self.create_task(cut())
+
+    def set_end_of_speech(self, ms: float | None) -> None:
+        """The pipeline's turn strategy decides when the caller has finished."""
+
+    async def close(self) -> None:
+        if self.end_call_on_close and not self._closing:
+            self._closing = True
+            await self.push_frame(EndWorkerFrame(reason="lull_session_closed"), FrameDirection.DOWNSTREAM)
+
+    async def _push_prompt(self, prompt: RequestPrompt) -> None:
+        self._texts[prompt.token] = prompt.text
+        speak = TTSSpeakFrame(prompt.text, append_to_context=False)
+        speak.metadata.update(lull_token=prompt.token, lull_kind=prompt.kind)
+        await self.push_frame(speak, FrameDirection.DOWNSTREAM)
+
     # -- the core, and its effects out ---------------------------------------------------
 
     async def _feed(self, event: Event, push: bool = True, own_question: bool = False) -> None:
+        if self._session is not None:
+            if not self._session.closed.is_set():
+                self._session.feed(event)  # flow mode: the session journals and executes
+            return
         now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
         self.inputs.append((now, event))
         self._write("input", now, {"kind": event.kind, "event": event.to_dict()})
@@ -287,9 +375,7 @@ class LullProcessor(FrameProcessor):
                     self._own_question = effect.token  # the bot's own words: not said again
                 elif push:
                     self._pushed.append(effect.token)
-                    speak = TTSSpeakFrame(effect.text, append_to_context=False)
-                    speak.metadata.update(lull_token=effect.token, lull_kind=effect.kind)
-                    await self.push_frame(speak, FrameDirection.DOWNSTREAM)
+                    await self._push_prompt(effect)
             elif kind is CancelPrompt:
                 if await self._cancel(effect.token):
                     cut.append(effect.token)

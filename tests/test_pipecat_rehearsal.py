@@ -1,0 +1,69 @@
+"""A rehearsal whose voice loop is a real Pipecat pipeline (`lull rehearse --backend
+pipecat`): a recorded caller through Pipecat's Silero VAD and smart-turn stop strategy,
+Lull's whisper and piper as Pipecat services, LullProcessor in flow mode bound to the
+live session. Real models, real time (about 30 s)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+import soundfile
+
+pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+
+from sessions.flowfiles import load_flow  # noqa: E402
+from sessions.journal import read_journal  # noqa: E402
+from sessions.live import LiveSession  # noqa: E402
+from sessions.replay import replay  # noqa: E402
+
+
+def recorded_caller(path, *parts):
+    """A caller's recording: (seconds of silence, words) parts, in a slower piper voice
+    than the agent's (length_scale 1.25), over room noise at -50 dBFS."""
+    from voices.stt import resample
+    from voices.tts import PiperVoice
+
+    voice = PiperVoice(None, deterministic=True, length_scale=1.25)
+    rng = np.random.default_rng(7)
+    audio = []
+    for pause, words in parts:
+        audio.append(np.zeros(int(pause * 16000), np.float32))
+        if words:
+            audio.append(resample(voice.synthesize_all(words), voice.sample_rate, 16000) * 0.7)
+    audio = np.concatenate(audio)
+    audio = audio + rng.normal(0.0, 10 ** (-50 / 20), audio.size).astype(np.float32)
+    soundfile.write(path, audio, 16000)
+    return path
+
+
+def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(loaded_models, tmp_path):
+    from voices.pipecat.backend import PipecatBackend
+
+    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
+    flow = load_flow("reference_code")
+    backend = PipecatBackend(loaded_models, caller)
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+    folder = tmp_path / "call"
+    session = LiveSession(flow, backend, journal_dir=folder)
+
+    async def call() -> None:
+        await session.start()
+        await asyncio.wait_for(session.closed.wait(), 60)
+
+    asyncio.run(call())
+    said = [text for who, text in lines if who == "agent"]
+    assert any("4821" in text or "4 8 2 1" in text for text in said), lines  # read back, as heard
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    journal = read_journal(folder / "journal.jsonl")
+    assert journal.header["source"] == "pipecat"
+    assert journal.header["pipeline"]["stt"] == "LullWhisperSTT"
+    text = (folder / "journal.jsonl").read_text()
+    assert "4821" not in text and "four eight two one" not in text  # redacted as always
+    result = replay(folder)
+    assert result.verdict == "CLEAN", result.describe()
+    # the turns came from Pipecat's frames: each caller turn is the processor's
+    turns = [r["event"]["turn"] for r in journal.records if r.get("type") == "input" and r.get("kind") == "turn_started"]
+    assert turns[:1] == ["user-1"], turns

@@ -1,0 +1,139 @@
+"""`lull rehearse --backend pipecat`: a live session whose voice loop is a real Pipecat
+pipeline.
+
+    CallerFileInput -> VADProcessor(Silero) -> LullWhisperSTT -> UserTurnProcessor
+      -> LullProcessor (flow mode, bound to the session) -> LullPiperTTS -> ClockedSpeakerOutput
+
+Pipecat's own VAD (Silero) and turn strategies (VAD to start a turn, the smart-turn v3
+model to end it) decide when the caller speaks and stops; Lull's whisper and piper,
+loaded once, hear and speak; Pipecat's output transport reports the bot speaking. The
+live session (journal, timers, the console) is the same as on every other backend:
+this backend is its edge, and the LullProcessor in the middle is the frame mapping an
+agent shipped on Pipecat runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+
+from pipecat.audio.vad.silero import SileroVADAnalyzer
+from pipecat.frames.frames import EndFrame
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.audio.vad_processor import VADProcessor
+from pipecat.turns.user_turn_processor import UserTurnProcessor
+from pipecat.workers.runner import WorkerRunner
+
+from ladder import RequestPrompt
+from ladder.flow.shared_intents import flow_intents
+from voices.backends.text import TypedTurns
+from voices.interpret import make_matcher_soon
+
+from .processor import LullProcessor
+from .services import LullPiperTTS, LullWhisperSTT
+from .transports import CallerFileInput, ClockedSpeakerOutput
+
+
+class PipecatBackend:
+    name = "pipecat"
+
+    def __init__(self, models, caller: Path, *, on_line: Callable[[str, str], None] | None = None) -> None:
+        self.models = models
+        self.caller = Path(caller)
+        self.on_line = on_line or (lambda who, text: None)
+        self.matcher = None
+        self.session = None
+        self.processor: LullProcessor | None = None
+        self.stt: LullWhisperSTT | None = None
+        self.output: ClockedSpeakerOutput | None = None
+        self._worker: PipelineWorker | None = None
+        self._run: asyncio.Task | None = None
+        self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
+        self.journal_header = {
+            "source": "pipecat",
+            "pipeline": {
+                "pipecat": version("pipecat-ai"), "mode": "flow", "transport": "CallerFileInput/ClockedSpeakerOutput",
+                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (default strategies: VAD start, smart-turn v3 stop)",
+                "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
+            },
+        }
+
+    # -- sessions.live.Backend ---------------------------------------------------------
+
+    def attach(self, session) -> None:
+        self.session = session
+        self.matcher = make_matcher_soon(flow_intents(session.flow.spec), None, self.models.matcher_kind)
+        self.processor = LullProcessor(session=session, matcher=self.matcher, on_line=self._line)
+
+    async def start(self) -> None:
+        assert self.processor is not None, "attach() first"
+        self.stt = LullWhisperSTT(self.models.recognizer)
+        self.output = ClockedSpeakerOutput(self.models.voice.sample_rate)
+        pipeline = Pipeline([
+            CallerFileInput(self.caller),
+            VADProcessor(vad_analyzer=SileroVADAnalyzer()),
+            self.stt,
+            UserTurnProcessor(),
+            self.processor,
+            LullPiperTTS(self.models.voice),
+            self.output,
+        ])
+        self._worker = PipelineWorker(
+            pipeline, params=PipelineParams(enable_heartbeats=False),
+            idle_timeout_secs=None, cancel_on_idle_timeout=False, enable_rtvi=False,
+        )
+        started = asyncio.Event()
+
+        @self._worker.event_handler("on_pipeline_started")
+        async def _started(_worker, _frame):
+            started.set()
+
+        runner = WorkerRunner(handle_sigint=False)
+        await runner.add_workers(self._worker)
+        self._run = asyncio.ensure_future(runner.run())
+        await started.wait()  # the processor can push the first prompt
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        assert self.processor is not None
+        self.processor.speak(prompt)
+
+    def cancel(self, token: int) -> None:
+        assert self.processor is not None
+        self.processor.cancel(token)
+
+    def set_end_of_speech(self, ms: float | None) -> None:
+        """Pipecat's turn strategy decides when the caller has finished."""
+
+    async def close(self) -> None:
+        if self._worker is not None and self._run is not None and not self._run.done():
+            await self._worker.cancel()
+            try:
+                await asyncio.wait_for(self._run, 5.0)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+
+    # -- what the console and headless runs ask of a backend ---------------------------
+
+    @property
+    def speaking(self) -> bool:
+        return self.processor is not None and self.processor.speaking
+
+    def say(self, text: str) -> None:
+        """A typed caller turn, beside the recorded one (headless "say" lines)."""
+        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
+
+    def after_typed_turns(self, callback) -> bool:
+        return self.typed.after(self.matcher, callback)
+
+    def _feed(self, event) -> None:
+        if self.session is not None and not self.session.closed.is_set():
+            self.session.feed(event)
+
+    def _line(self, who: str, text: str) -> None:
+        self.on_line(who, text)
+
+
+__all__ = ["PipecatBackend"]
