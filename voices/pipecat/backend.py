@@ -23,7 +23,10 @@ from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.audio.vad_processor import VADProcessor
+from pipecat.turns.user_start.transcription_user_turn_start_strategy import TranscriptionUserTurnStartStrategy
+from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_processor import UserTurnProcessor
+from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.workers.runner import WorkerRunner
 
 from ladder import RequestPrompt
@@ -34,6 +37,16 @@ from voices.interpret import make_matcher_soon
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
 from .transports import CallerFileInput, ClockedSpeakerOutput
+
+
+def lull_owns_barge_in() -> UserTurnStrategies:
+    """Pipecat's default turn strategies (VAD or words start a turn, smart-turn v3 ends
+    it) without their interruption: the flow decides what the caller may talk over (a
+    disclosure said verbatim is not cut), and Lull's cancel flushes the rest."""
+    return UserTurnStrategies(start=[
+        VADUserTurnStartStrategy(enable_interruptions=False),
+        TranscriptionUserTurnStartStrategy(enable_interruptions=False),
+    ])
 
 
 class PipecatBackend:
@@ -55,7 +68,7 @@ class PipecatBackend:
             "source": "pipecat",
             "pipeline": {
                 "pipecat": version("pipecat-ai"), "mode": "flow", "transport": "CallerFileInput/ClockedSpeakerOutput",
-                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (default strategies: VAD start, smart-turn v3 stop)",
+                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, smart-turn v3 stop; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
             },
         }
@@ -75,7 +88,7 @@ class PipecatBackend:
             CallerFileInput(self.caller),
             VADProcessor(vad_analyzer=SileroVADAnalyzer()),
             self.stt,
-            UserTurnProcessor(),
+            UserTurnProcessor(user_turn_strategies=lull_owns_barge_in()),
             self.processor,
             LullPiperTTS(self.models.voice),
             self.output,
@@ -115,6 +128,10 @@ class PipecatBackend:
                 pass
 
     # -- what the console and headless runs ask of a backend ---------------------------
+
+    def media_line(self) -> str:
+        return (f"pipecat backend: caller {self.caller.name} · Silero VAD · smart-turn v3 · "
+                f"whisper {self.models.recognizer.model_name} · piper · clocked speaker")
 
     @property
     def speaking(self) -> bool:
