@@ -7,35 +7,15 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
-import soundfile
 
 pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
 
+from file_caller import recorded_caller  # noqa: E402
 from sessions.flowfiles import load_flow  # noqa: E402
 from sessions.journal import read_journal  # noqa: E402
 from sessions.live import LiveSession  # noqa: E402
 from sessions.replay import replay  # noqa: E402
-
-
-def recorded_caller(path, *parts):
-    """A caller's recording: (seconds of silence, words) parts, in a slower piper voice
-    than the agent's (length_scale 1.25), over room noise at -50 dBFS."""
-    from voices.stt import resample
-    from voices.tts import PiperVoice
-
-    voice = PiperVoice(None, deterministic=True, length_scale=1.25)
-    rng = np.random.default_rng(7)
-    audio = []
-    for pause, words in parts:
-        audio.append(np.zeros(int(pause * 16000), np.float32))
-        if words:
-            audio.append(resample(voice.synthesize_all(words), voice.sample_rate, 16000) * 0.7)
-    audio = np.concatenate(audio)
-    audio = audio + rng.normal(0.0, 10 ** (-50 / 20), audio.size).astype(np.float32)
-    soundfile.write(path, audio, 16000)
-    return path
 
 
 def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(loaded_models, tmp_path):

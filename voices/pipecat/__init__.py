@@ -1,11 +1,25 @@
-"""Lull inside a Pipecat pipeline: `LullProcessor` runs a Lull silence policy as a
-Pipecat FrameProcessor (needs the `pipecat` extra: pip install 'lull-console[pipecat]')."""
+"""Lull inside a Pipecat pipeline (needs the `pipecat` extra: pip install 'lull-console[pipecat]').
+
+- `processor`: `LullProcessor`, a Lull silence policy (ladder mode) or flow (flow mode)
+  as a Pipecat FrameProcessor; `frames`: `LullEventFrame`, for what Pipecat has no frame for;
+- `services`: Lull's whisper and piper as Pipecat services; `transports`: a recorded
+  caller in and a clocked speaker out, no sound card; `turns`: Lull owns barge-in;
+- `backend`: `lull rehearse --backend pipecat`; `incidents`: `lull incidents run --via
+  pipecat`, on `virtual_loop`'s virtual-time event loop.
+"""
 
 try:
     import pipecat  # noqa: F401
 except ImportError as exc:  # one line saying what is missing, not a traceback
     raise ImportError("Lull's Pipecat adapter needs pipecat-ai 1.14: pip install 'lull-console[pipecat]'") from exc
 
+from .frames import LullEventFrame
 from .processor import LullProcessor
+from .services import LullPiperTTS, LullWhisperSTT
+from .transports import CallerFileInput, ClockedSpeakerOutput
+from .turns import lull_owns_barge_in
 
-__all__ = ["LullProcessor"]
+__all__ = [
+    "CallerFileInput", "ClockedSpeakerOutput", "LullEventFrame", "LullPiperTTS", "LullProcessor",
+    "LullWhisperSTT", "lull_owns_barge_in",
+]

@@ -23,10 +23,7 @@ from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.audio.vad_processor import VADProcessor
-from pipecat.turns.user_start.transcription_user_turn_start_strategy import TranscriptionUserTurnStartStrategy
-from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnStartStrategy
 from pipecat.turns.user_turn_processor import UserTurnProcessor
-from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from pipecat.workers.runner import WorkerRunner
 
 from ladder import RequestPrompt
@@ -36,17 +33,8 @@ from voices.interpret import make_matcher_soon
 
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
+from .turns import lull_owns_barge_in
 from .transports import CallerFileInput, ClockedSpeakerOutput
-
-
-def lull_owns_barge_in() -> UserTurnStrategies:
-    """Pipecat's default turn strategies (VAD or words start a turn, smart-turn v3 ends
-    it) without their interruption: the flow decides what the caller may talk over (a
-    disclosure said verbatim is not cut), and Lull's cancel flushes the rest."""
-    return UserTurnStrategies(start=[
-        VADUserTurnStartStrategy(enable_interruptions=False),
-        TranscriptionUserTurnStartStrategy(enable_interruptions=False),
-    ])
 
 
 class PipecatBackend:

@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator
 
 import numpy as np
 from pipecat.frames.frames import ErrorFrame, Frame, TranscriptionFrame, TTSAudioRawFrame
+from pipecat.services.settings import STTSettings, TTSSettings
 from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.services.tts_service import TTSService
 from pipecat.utils.time import time_now_iso8601
@@ -26,7 +27,10 @@ class LullWhisperSTT(SegmentedSTTService):
     """Each speech segment Pipecat's VAD cut, decoded by Lull's `WhisperRecognizer`."""
 
     def __init__(self, recognizer, **kwargs) -> None:
-        super().__init__(sample_rate=STT_RATE, **kwargs)
+        # ttfs: how long after the caller stops Pipecat waits for the words; tiny.en decodes
+        # a short answer in 0.2-0.6 s on two cores, and a busy machine doubles that
+        kwargs.setdefault("ttfs_p99_latency", 1.0)
+        super().__init__(sample_rate=STT_RATE, settings=STTSettings(model=recognizer.model_name, language="en"), **kwargs)
         self._recognizer = recognizer
         self.decodes: list[dict] = []  # per segment: audio and decode seconds, the words
 
@@ -49,7 +53,10 @@ class LullPiperTTS(TTSService):
     """Each text Lull asks to be said, spoken by Lull's `PiperVoice` (sentence by sentence)."""
 
     def __init__(self, voice, **kwargs) -> None:
-        super().__init__(sample_rate=voice.sample_rate, push_start_frame=True, push_stop_frames=True, **kwargs)
+        super().__init__(
+            sample_rate=voice.sample_rate, push_start_frame=True, push_stop_frames=True,
+            settings=TTSSettings(model="piper", voice=getattr(voice, "name", None), language="en"), **kwargs,
+        )
         self._voice = voice
 
     def can_generate_metrics(self) -> bool:
