@@ -12,7 +12,7 @@ from rich.text import Text
 
 from sessions.flowfiles import FlowFileError, resolve_flow
 
-from ._app import app, err, fail, out, plain, print_text
+from ._app import app, err, fail, out, plain, print_text, quiet_pipecat_logs
 
 bench_app = typer.Typer(help="Benchmarks: figures and ratios measured in one run.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -23,15 +23,26 @@ def bench_turn(
     turns: Annotated[int, typer.Option("--turns", min=1, max=8, help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
+    backend: Annotated[str, typer.Option("--backend", metavar="file|pipecat", help="pipecat: also run the same caller through a Pipecat pipeline, its wait beside the file backend's.")] = "file",
 ) -> None:
     """Caller turns through the file backend: latency per stage, raw model costs, ratio.
 
-    Example: lull bench turn --turns 8
+    Examples:
+      lull bench turn --turns 8
+      lull bench turn --backend pipecat --no-echo
     """
     from voices.backends.turn_bench import run_turn_bench
 
+    if backend not in ("file", "pipecat"):
+        fail(f"--backend {backend}: expected file or pipecat")
+    if backend == "pipecat":
+        quiet_pipecat_logs()
+        try:
+            import voices.pipecat  # noqa: F401
+        except ImportError as exc:
+            fail(str(exc))
     with err.status(f"running {turns} caller turns in real time…"):
-        result = run_turn_bench(turns, echo=echo)
+        result = run_turn_bench(turns, echo=echo, pipecat=backend == "pipecat")
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -68,6 +79,12 @@ def bench_turn(
         cost = result["echo_path"]["canceller_cost_per_10ms_frame"]
         out.print(f"echo canceller per 10 ms frame: median {cost['median_ms']} ms, p99 {cost['p99_ms']} ms, max {cost['max_ms']} ms")
     out.print(f"framework overhead ratio (end of speech -> first audio, over raw whisper + piper first chunk): {result['overhead_ratio']}")
+    out.print("the caller's wait, from the end of their speech in the recording to the agent's first audible sample:")
+    for name, row in result["wait_from_the_recording_summary"].items():
+        gaps = " ".join(_fmt(g) for g in result["wait_from_the_recording_ms"][name])
+        out.print(f"  {name}: median {_fmt(row['median'])} ms, max {_fmt(row['max'])} ms, {row['answered']} of {row['of']} turns answered ({gaps})")
+    if "wait_ratio_pipecat_over_file" in result:
+        out.print(f"  pipecat over file, median wait: {result['wait_ratio_pipecat_over_file']}x")
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
 

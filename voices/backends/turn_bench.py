@@ -76,7 +76,32 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
+AUDIBLE = 0.01  # a sample this loud (about -40 dBFS) is the agent's voice, not silence
+
+
+def gaps_from_audio(speech_ends_ms: list[float], played: list[tuple[float, np.ndarray, int]]) -> list[float | None]:
+    """The caller's wait, measured the same way on any backend: from the end of each
+    turn's speech in the caller's recording to the first audible sample the agent's
+    speaker played after it (None: nothing played before the next turn's end)."""
+    onsets: list[float] = []
+    for t_ms, block, rate in played:
+        loud = np.flatnonzero(np.abs(block) >= AUDIBLE)
+        if loud.size:
+            onsets.append(t_ms + loud[0] * 1000.0 / rate)
+    gaps: list[float | None] = []
+    for i, end in enumerate(speech_ends_ms):
+        until = speech_ends_ms[i + 1] if i + 1 < len(speech_ends_ms) else float("inf")
+        first = next((t for t in onsets if end < t < until), None)
+        gaps.append(None if first is None else round(first - end, 1))
+    return gaps
+
+
+def _speech_end_s(start_s: float, clip: np.ndarray, rate: int) -> float:
+    loud = np.flatnonzero(np.abs(clip) >= AUDIBLE)
+    return start_s + ((loud[-1] + 1) if loud.size else clip.size) / rate
+
+
+def run_turn_bench(turns: int = 8, echo: bool = True, pipecat: bool = False) -> dict:
     from sessions.live import LiveSession
     from voices.stt import resample
 
@@ -122,6 +147,21 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
         session = LiveSession(_flow(turns), backend)
         lateness: list[float] = []
         busy: list[float] = []
+        # what the file speaker played and when the caller's file began, for the same
+        # measure of the wait as the Pipecat run's
+        file_played: list[tuple[float, np.ndarray, int]] = []
+        file_t0: list[float] = []
+        played, feed_caller = backend._played, backend._feed_caller
+
+        def keep_played(t_ms: float, block: np.ndarray) -> None:
+            file_played.append((t_ms, block.copy(), backend.output.samplerate))
+            played(t_ms, block)
+
+        def caller_from(t0: float):
+            file_t0.append(t0)
+            return feed_caller(t0)
+
+        backend._played, backend._feed_caller = keep_played, caller_from  # type: ignore[method-assign]
 
         async def probe() -> None:
             """The loop's own promptness while whisper decodes in its worker."""
@@ -142,6 +182,13 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
 
         asyncio.run(run())
         timer_late = session.timer_lateness
+        ends_s = [_speech_end_s(start, clip, rate) for start, clip in zip(starts, clips, strict=True)]
+        file_gaps = gaps_from_audio([file_t0[0] + e * 1000.0 for e in ends_s], file_played) if file_t0 else []
+        pipecat_run = None
+        if pipecat:  # the same caller and flow, the voice loop a Pipecat pipeline
+            from voices.pipecat.turn_bench import run_pipecat_turns
+
+            pipecat_run = run_pipecat_turns(models, wav, _flow(turns), ends_s, timeout_s=t + 30)
         if echo:  # the same turns through a simulated room echo, AEC off beside on
             from .echo_bench import run_echo_path
 
@@ -211,6 +258,18 @@ def run_turn_bench(turns: int = 8, echo: bool = True) -> dict:
         "eos_to_first_audio_median_le_450ms": total is not None and total <= 450,
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
+    result["wait_from_the_recording_ms"] = {"file": file_gaps}
+    if pipecat_run is not None:
+        result["wait_from_the_recording_ms"]["pipecat"] = pipecat_run["gaps_ms"]
+        result["pipecat"] = pipecat_run
+    waits = {name: [g for g in gaps if g is not None] for name, gaps in result["wait_from_the_recording_ms"].items()}
+    result["wait_from_the_recording_summary"] = {
+        name: {"median": statistics.median(values) if values else None, "max": max(values, default=None),
+               "answered": len(values), "of": turns}
+        for name, values in waits.items()
+    }
+    if pipecat_run is not None and waits["file"] and waits["pipecat"]:
+        result["wait_ratio_pipecat_over_file"] = round(statistics.median(waits["pipecat"]) / statistics.median(waits["file"]), 2)
     if echo:
         result["echo_path"] = echo_path
         cost = echo_path["canceller_cost_per_10ms_frame"]

@@ -49,6 +49,7 @@ class PipecatBackend:
         self.processor: LullProcessor | None = None
         self.stt: LullWhisperSTT | None = None
         self.output: ClockedSpeakerOutput | None = None
+        self.pipeline_input: CallerFileInput | None = None
         self._worker: PipelineWorker | None = None
         self._run: asyncio.Task | None = None
         self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
@@ -72,8 +73,9 @@ class PipecatBackend:
         assert self.processor is not None, "attach() first"
         self.stt = LullWhisperSTT(self.models.recognizer)
         self.output = ClockedSpeakerOutput(self.models.voice.sample_rate)
+        self.pipeline_input = CallerFileInput(self.caller)
         pipeline = Pipeline([
-            CallerFileInput(self.caller),
+            self.pipeline_input,
             VADProcessor(vad_analyzer=SileroVADAnalyzer()),
             self.stt,
             UserTurnProcessor(user_turn_strategies=lull_owns_barge_in()),
