@@ -66,6 +66,7 @@ window is measured from the frame, not from the audio.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from importlib.metadata import version
 from collections.abc import Callable
@@ -125,6 +126,14 @@ from .frames import LullEventFrame
 _LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
 
 
+def _loop_clock() -> float:
+    """The pipeline's clock: its event loop's (monotonic on a real loop, virtual in tests)."""
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()
+
+
 class LullProcessor(FrameProcessor):
     """A Lull silence policy (a `LadderPolicy`) as a Pipecat FrameProcessor, ladder mode."""
 
@@ -152,7 +161,7 @@ class LullProcessor(FrameProcessor):
         if flow is not None and session is None:
             from sessions.live import LiveSession
 
-            session = LiveSession(flow, self, journal_dir=journal_dir,
+            session = LiveSession(flow, self, journal_dir=journal_dir, clock=_loop_clock,
                                   header={"source": "pipecat", "pipeline": {"mode": "flow", **dict(services or {})}})
         self._session = session
         self.on_line = on_line or (lambda who, text: None)  # ("agent"|"caller", words) as heard
