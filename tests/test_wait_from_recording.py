@@ -1,4 +1,4 @@
-"""The caller's wait measured from the recording (voices.backends.turn_bench.gaps_from_audio),
+"""The caller's wait measured from the recording (voices.backends.recorded_wait.gaps_from_audio),
 the measure `lull bench turn --backend pipecat` puts the file backend and Pipecat side by side with."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from console.cli import app
-from voices.backends.turn_bench import gaps_from_audio
+from voices.backends.recorded_wait import gaps_from_audio
 
 
 def block(loud_from: int | None, n: int = 100) -> np.ndarray:

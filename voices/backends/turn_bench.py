@@ -23,6 +23,8 @@ import numpy as np
 
 from voices.stt import SHORT_ANSWER_DECODE
 
+from .recorded_wait import gaps_from_audio, speech_end_s
+
 # The bench's caller, turn by turn: what is said (words, and a float for a pause inside
 # the turn) and what it is. "answer": a value that completes the pending slot, so the
 # agent's next question follows (the slot-aware end of turn may end such a turn early);
@@ -74,31 +76,6 @@ def _percentile(values: list[float], q: float) -> float:
     k = (len(ordered) - 1) * q
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-AUDIBLE = 0.01  # a sample this loud (about -40 dBFS) is the agent's voice, not silence
-
-
-def gaps_from_audio(speech_ends_ms: list[float], played: list[tuple[float, np.ndarray, int]]) -> list[float | None]:
-    """The caller's wait, measured the same way on any backend: from the end of each
-    turn's speech in the caller's recording to the first audible sample the agent's
-    speaker played after it (None: nothing played before the next turn's end)."""
-    onsets: list[float] = []
-    for t_ms, block, rate in played:
-        loud = np.flatnonzero(np.abs(block) >= AUDIBLE)
-        if loud.size:
-            onsets.append(t_ms + loud[0] * 1000.0 / rate)
-    gaps: list[float | None] = []
-    for i, end in enumerate(speech_ends_ms):
-        until = speech_ends_ms[i + 1] if i + 1 < len(speech_ends_ms) else float("inf")
-        first = next((t for t in onsets if end < t < until), None)
-        gaps.append(None if first is None else round(first - end, 1))
-    return gaps
-
-
-def _speech_end_s(start_s: float, clip: np.ndarray, rate: int) -> float:
-    loud = np.flatnonzero(np.abs(clip) >= AUDIBLE)
-    return start_s + ((loud[-1] + 1) if loud.size else clip.size) / rate
 
 
 def run_turn_bench(turns: int = 8, echo: bool = True, pipecat: bool = False) -> dict:
@@ -182,7 +159,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, pipecat: bool = False) -> 
 
         asyncio.run(run())
         timer_late = session.timer_lateness
-        ends_s = [_speech_end_s(start, clip, rate) for start, clip in zip(starts, clips, strict=True)]
+        ends_s = [speech_end_s(start, clip, rate) for start, clip in zip(starts, clips, strict=True)]
         file_gaps = gaps_from_audio([file_t0[0] + e * 1000.0 for e in ends_s], file_played) if file_t0 else []
         pipecat_run = None
         if pipecat:  # the same caller and flow, the voice loop a Pipecat pipeline

@@ -1,6 +1,6 @@
 """`lull bench turn --backend pipecat`: the bench's caller through a Pipecat pipeline
 (`voices.pipecat.backend`), its wait measured from the recording as for the file
-backend (`voices.backends.turn_bench.gaps_from_audio`), in the same run."""
+backend (`voices.backends.recorded_wait.gaps_from_audio`), in the same run."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from sessions.live import LiveSession
-from voices.backends.turn_bench import gaps_from_audio
+from voices.backends.recorded_wait import gaps_from_audio
 
 from .backend import PipecatBackend
 
