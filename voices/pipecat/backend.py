@@ -120,8 +120,8 @@ class PipecatBackend:
     # -- what the console and headless runs ask of a backend ---------------------------
 
     def media_line(self) -> str:
-        return (f"pipecat backend: caller {self.caller.name} · Silero VAD · smart-turn v3 · "
-                f"whisper {self.models.recognizer.model_name} · piper · clocked speaker")
+        model = self.models.recognizer.model_name.removesuffix(" (bundled)")
+        return f"pipecat: {self.caller.name} · Silero · smart-turn · whisper {model} · piper"
 
     @property
     def speaking(self) -> bool:
