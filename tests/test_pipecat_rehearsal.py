@@ -1,5 +1,6 @@
 """A rehearsal whose voice loop is a real Pipecat pipeline (`lull rehearse --backend
-pipecat`): a recorded caller through Pipecat's Silero VAD and smart-turn stop strategy,
+pipecat`): a recorded caller (espeak-ng's voice, not the agent's, over room noise)
+through Pipecat's Silero VAD and smart-turn stop strategy,
 Lull's whisper and piper as Pipecat services, LullProcessor in flow mode bound to the
 live session. Real models, real time (about 30 s)."""
 
