@@ -48,3 +48,68 @@ def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(l
     # the turns came from Pipecat's frames: each caller turn is the processor's
     turns = [r["event"]["turn"] for r in journal.records if r.get("type") == "input" and r.get("kind") == "turn_started"]
     assert turns[:1] == ["user-1"], turns
+
+
+def test_a_pipecat_rehearsal_on_the_devices_hears_the_microphone_and_plays_the_speaker(pulse_lab, loaded_models, tmp_path):
+    """No recorded caller: the pipeline's transports are the lab's microphone and speaker
+    (sounddevice on PulseAudio), the caller's words played into the microphone."""
+    from voices.audio import resolve_device
+    from voices.pipecat.backend import PipecatBackend
+
+    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    backend = PipecatBackend(loaded_models, input_device=resolve_device("test_mic", "input"),
+                             output_device=resolve_device("test_speaker", "output"))
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+    folder = tmp_path / "call"
+    session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
+
+    async def call() -> None:
+        await session.start()
+        player = asyncio.ensure_future(asyncio.to_thread(pulse_lab.play_into_mic, caller, True))
+        await asyncio.wait_for(session.closed.wait(), 60)
+        await player
+
+    asyncio.run(call())
+    recording = capture.stop()
+    said = [text for who, text in lines if who == "agent"]
+    assert any("4821" in text or "4 8 2 1" in text for text in said), lines
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    assert read_journal(folder / "journal.jsonl").header["pipeline"]["transport"] == "MicrophoneInput/SpeakerOutput"
+    assert replay(folder).verdict == "CLEAN"
+    # the agent was heard on the speaker: its recording holds about as much audio as was said
+    import soundfile
+
+    audio, rate = soundfile.read(recording, dtype="float32")
+    loud = (abs(audio.reshape(len(audio), -1)[:, 0]) > 0.01).sum() / rate
+    assert loud > 5.0, f"{loud:.1f} s of the agent's voice on the speaker"
+
+
+def test_on_laptop_speakers_at_full_volume_the_pipecat_agent_does_not_hear_itself(pulse_lab, loaded_models, tmp_path):
+    """The lab's echo path at 100 %: the speaker comes back into the microphone at full
+    level. Without the canceller and the gate the pipeline took "Take your time" from
+    its own reminder for the caller asking for time, and "I heard" for an answer."""
+    from voices.audio import resolve_device
+    from voices.pipecat.backend import PipecatBackend
+
+    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
+    with pulse_lab.echo_path(100, 30):
+        backend = PipecatBackend(loaded_models, input_device=resolve_device("test_mic", "input"),
+                                 output_device=resolve_device("test_speaker", "output"))
+        lines: list[tuple[str, str]] = []
+        backend.on_line = lambda who, text: lines.append((who, text))
+        session = LiveSession(load_flow("reference_code"), backend, journal_dir=tmp_path / "call")
+
+        async def call() -> None:
+            await session.start()
+            player = asyncio.ensure_future(asyncio.to_thread(pulse_lab.play_into_mic, caller, True))
+            await asyncio.wait_for(session.closed.wait(), 60)
+            await player
+
+        asyncio.run(call())
+    heard = [text.lower() for who, text in lines if who == "caller"]
+    agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
+    assert not [h for h in heard if any(w in h for w in agent_words)], lines
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    assert backend.echo is not None and backend.echo.gated_frames > 0

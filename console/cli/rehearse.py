@@ -57,7 +57,7 @@ def _journal_problem(exc: OSError, journal: Path | None) -> str | None:
 @app.command("rehearse")
 def rehearse(
     flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
-    backend: Annotated[str, typer.Option("--backend", help="audio, file, text or pipecat (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (needs the pipecat extra and --caller).")] = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="audio, file, text or pipecat (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (the pipecat extra), on --caller or the devices.")] = "auto",
     headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
     journal: Annotated[
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
@@ -93,14 +93,22 @@ def rehearse(
 
     if backend not in ("auto", "audio", "file", "text", "pipecat"):
         fail(f"--backend {backend}: expected audio, file, text or pipecat")
-    if backend in ("file", "pipecat") and caller is None:
-        fail(f"--backend {backend} needs --caller caller.wav (the caller's audio)")
+    if backend == "file" and caller is None:
+        fail("--backend file needs --caller caller.wav (the caller's audio)")
     if backend == "pipecat":
         quiet_pipecat_logs()
         try:
             import voices.pipecat  # noqa: F401
         except ImportError as exc:
             fail(str(exc))
+        if caller is None:  # the devices, then: checked before any model loads
+            from voices.audio import AudioUnavailable, resolve_device
+
+            try:
+                resolve_device(input_device, "input")
+                resolve_device(output_device, "output")
+            except AudioUnavailable as exc:
+                fail(str(exc))
     if caller is not None:
         _check_caller_recording(caller)  # before any model loads, as --journal is checked
     if journal is not None:
@@ -251,7 +259,13 @@ def _make_backend(
     if chosen == "pipecat":
         from voices.pipecat.backend import PipecatBackend
 
-        return PipecatBackend(models, caller)
+        if caller is not None:
+            return PipecatBackend(models, caller)
+        try:  # no recorded caller: the microphone and speaker, checked before the call
+            return PipecatBackend(models, input_device=resolve_device(input_device, "input"),
+                                  output_device=resolve_device(output_device, "output"), aec=aec)
+        except AudioUnavailable as exc:
+            fail(str(exc))
     try:
         return AudioBackend(
             models,

@@ -1,8 +1,9 @@
 """`lull rehearse --backend pipecat`: a live session whose voice loop is a real Pipecat
 pipeline.
 
-    CallerFileInput -> VADProcessor(Silero) -> LullWhisperSTT -> UserTurnProcessor
-      -> LullProcessor (flow mode, bound to the session) -> LullPiperTTS -> ClockedSpeakerOutput
+    CallerFileInput | MicrophoneInput -> VADProcessor(Silero) -> LullWhisperSTT
+      -> UserTurnProcessor -> LullProcessor (flow mode, bound to the session)
+      -> LullPiperTTS -> ClockedSpeakerOutput | SpeakerOutput
 
 Pipecat's own VAD (Silero) and turn strategies (VAD to start a turn, the smart-turn v3
 model to end it) decide when the caller speaks and stops; Lull's whisper and piper,
@@ -34,31 +35,40 @@ from voices.interpret import make_matcher_soon
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
 from .turns import lull_owns_barge_in
-from .transports import CallerFileInput, ClockedSpeakerOutput
+from .transports import CallerFileInput, ClockedSpeakerOutput, MicrophoneInput, RoomEcho, SpeakerOutput
 
 
 class PipecatBackend:
     name = "pipecat"
 
-    def __init__(self, models, caller: Path, *, on_line: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
+                 output_device: int | None = None, aec: bool = True,
+                 on_line: Callable[[str, str], None] | None = None) -> None:
+        """`caller`: a recorded caller and a clocked speaker; without it, the microphone
+        and speaker (`input_device`, `output_device`: sounddevice indices, None: default)."""
         self.models = models
-        self.caller = Path(caller)
+        self.caller = None if caller is None else Path(caller)
+        self.input_device, self.output_device = input_device, output_device
+        self.aec = aec
+        self.echo: RoomEcho | None = None
         self.on_line = on_line or (lambda who, text: None)
         self.matcher = None
         self.session = None
         self.processor: LullProcessor | None = None
         self.stt: LullWhisperSTT | None = None
-        self.output: ClockedSpeakerOutput | None = None
-        self.pipeline_input: CallerFileInput | None = None
+        self.output: ClockedSpeakerOutput | SpeakerOutput | None = None
+        self.pipeline_input: CallerFileInput | MicrophoneInput | None = None
         self._worker: PipelineWorker | None = None
         self._run: asyncio.Task | None = None
         self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
         self.journal_header = {
             "source": "pipecat",
             "pipeline": {
-                "pipecat": version("pipecat-ai"), "mode": "flow", "transport": "CallerFileInput/ClockedSpeakerOutput",
+                "pipecat": version("pipecat-ai"), "mode": "flow",
+                "transport": "CallerFileInput/ClockedSpeakerOutput" if caller is not None else "MicrophoneInput/SpeakerOutput",
                 "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, smart-turn v3 stop; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
+                **({} if caller is not None else {"aec": aec, "echo_gate": True}),
             },
         }
 
@@ -72,8 +82,13 @@ class PipecatBackend:
     async def start(self) -> None:
         assert self.processor is not None, "attach() first"
         self.stt = LullWhisperSTT(self.models.recognizer)
-        self.output = ClockedSpeakerOutput(self.models.voice.sample_rate)
-        self.pipeline_input = CallerFileInput(self.caller)
+        rate = self.models.voice.sample_rate
+        if self.caller is not None:
+            self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)
+        else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
+            self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
+            self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
+            self.output = SpeakerOutput(self.output_device, rate, self.echo)
         pipeline = Pipeline([
             self.pipeline_input,
             VADProcessor(vad_analyzer=SileroVADAnalyzer()),
@@ -121,7 +136,11 @@ class PipecatBackend:
 
     def media_line(self) -> str:
         model = self.models.recognizer.model_name.removesuffix(" (bundled)")
-        return f"pipecat: {self.caller.name} · Silero · smart-turn · whisper {model} · piper"
+        source = self.caller.name if self.caller is not None else "microphone"
+        line = f"pipecat: {source} · Silero · smart-turn · whisper {model} · piper"
+        if self.echo is not None:
+            line += f" · {self.echo.canceller.describe()}"
+        return line
 
     @property
     def speaking(self) -> bool:

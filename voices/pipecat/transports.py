@@ -1,15 +1,20 @@
-"""Pipecat transports with no sound card: a recorded caller in, a clocked speaker out.
+"""Pipecat transports for Lull's rehearsals: a recorded caller or a microphone in, a
+clocked speaker or a sound card out.
 
 `CallerFileInput` plays a caller's WAV into the pipeline as a microphone would, in
 20 ms chunks at real-time pace, then silence until the call ends. `ClockedSpeakerOutput`
 takes the bot's audio as a sound card would, at real-time pace, and keeps what it
-played; Pipecat's output transport around it reports the bot started and stopped
-speaking from that audio, as it does for any transport.
+played. `MicrophoneInput` and `SpeakerOutput` are a real device through sounddevice
+(PortAudio; PulseAudio's null sinks in the audio lab): the microphone's callback only
+copies and hands off to the loop (`voices.audio.MicStream`), and so does the speaker's;
+`RoomEcho` cancels and gates the agent's own voice out of the microphone. Pipecat's output transport around either output reports the bot
+started and stopped speaking from the audio, as it does for any transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -88,4 +93,147 @@ class ClockedSpeakerOutput(BaseOutputTransport):
         return True
 
 
-__all__ = ["CallerFileInput", "ClockedSpeakerOutput"]
+class RoomEcho:
+    """What keeps the agent from hearing itself on laptop speakers, shared by the two
+    device transports: Lull's echo canceller (WebRTC AEC3, `voices.echo`) fed with every
+    block the speaker played, silence included, and Lull's echo gate, which hands the
+    VAD silence for a frame that is no louder than the agent's own echo would be."""
+
+    def __init__(self, *, enabled: bool = True, stream_delay_ms: float = 0.0) -> None:
+        from voices.echo import EchoCanceller, EchoGate
+
+        self.canceller = EchoCanceller(enabled=enabled, stream_delay_ms=stream_delay_ms)
+        self.gate = EchoGate(frame_ms=CHUNK_S * 1000.0)
+        self.gated_frames = 0
+
+    def played(self, block: np.ndarray, rate: int) -> None:
+        self.canceller.far(block, rate)
+
+    def heard(self, samples: np.ndarray, t_ms: float) -> np.ndarray:
+        from voices.echo import power
+
+        out, _ = self.canceller.near(samples, t_ms)
+        if len(out) and self.gate.frame(power(out), self.canceller.far_recent_power) is False:
+            self.gated_frames += 1
+            return np.zeros_like(out)
+        return out
+
+
+class MicrophoneInput(BaseInputTransport):
+    """A sounddevice microphone (16 kHz mono, resampled when the device will not open so);
+    with `echo`, the agent's own voice is cancelled and gated out first."""
+
+    def __init__(self, device: int | None, echo: RoomEcho | None = None, **kwargs) -> None:
+        super().__init__(TransportParams(audio_in_enabled=True, audio_in_sample_rate=RATE), **kwargs)
+        self.device = device
+        self.echo = echo
+        self._mic = None
+        self.errors: list[str] = []
+
+    @property
+    def input_latency_ms(self) -> float:
+        return self._mic.input_latency_ms if self._mic is not None else 0.0
+
+    async def start(self, frame: StartFrame) -> None:
+        from voices.audio import MicStream
+
+        await super().start(frame)
+        await self.set_transport_ready(frame)
+        if self._mic is None:
+            loop = asyncio.get_running_loop()
+            self._mic = MicStream(self.device, samplerate=RATE, blocksize=int(CHUNK_S * RATE),
+                                  on_frames=self._heard, loop=loop, on_error=self.errors.append)
+            self._mic.start()
+
+    def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
+        if self.echo is not None:
+            samples = self.echo.heard(samples, t_ms)
+            if not len(samples):
+                return
+        pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes()
+        self.create_task(self.push_audio_frame(InputAudioRawFrame(pcm, RATE, 1)))
+
+    async def cleanup(self) -> None:
+        if self._mic is not None:
+            self._mic.close()
+            self._mic = None
+        await super().cleanup()
+
+
+class SpeakerOutput(BaseOutputTransport):
+    """A sounddevice speaker that runs from start to close, as a sound card does:
+    10 ms blocks from a queue, silence when it is empty. The callback only copies and
+    hands off; each block it played goes, on the loop, to `echo` (the canceller's far
+    end). `write_audio_frame` queues the bot's audio and waits while more than 60 ms
+    is queued, so Pipecat's speaking frames follow what the card plays."""
+
+    QUEUED_S = 0.06
+
+    def __init__(self, device: int | None, sample_rate: int, echo: RoomEcho | None = None, **kwargs) -> None:
+        super().__init__(TransportParams(audio_out_enabled=True, audio_out_sample_rate=sample_rate), **kwargs)
+        self.device = device
+        self.echo = echo
+        self._rate = sample_rate
+        self._stream = None
+        self._resampler = None
+        self._channels = 1
+        self._device_rate = sample_rate
+        self._queue: deque[np.ndarray] = deque()  # producer appends, the callback pops
+        self._current = np.zeros(0, np.float32)  # the callback's own
+        self._queued = 0  # samples appended (producer) ...
+        self._played = 0  # ... and played (callback): ints, each written by one side
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def output_latency_ms(self) -> float:
+        return float(self._stream.latency) * 1000.0 if self._stream is not None else 0.0
+
+    async def start(self, frame: StartFrame) -> None:
+        from voices.audio import StreamResampler, _open_stream, _sd
+
+        await super().start(frame)
+        if self._stream is None:
+            self._loop = asyncio.get_running_loop()
+            self._stream, self._device_rate, self._channels = _open_stream(
+                _sd().OutputStream, self.device, "output", self._rate, None, int(self._rate * 0.01),
+                latency="low", callback=self._callback)
+            if self._device_rate != self._rate:
+                self._resampler = StreamResampler(self._rate, self._device_rate)
+            self._stream.start()
+        await self.set_transport_ready(frame)
+
+    def _callback(self, outdata: np.ndarray, frames: int, time_info, status) -> None:  # the audio thread
+        block = np.zeros(frames, np.float32)
+        filled = 0
+        while filled < frames:
+            if not len(self._current):
+                if not self._queue:
+                    break
+                self._current = self._queue.popleft()
+            take = min(frames - filled, len(self._current))
+            block[filled:filled + take] = self._current[:take]
+            self._current = self._current[take:]
+            filled += take
+        self._played += filled
+        outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
+        if self.echo is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+
+    async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
+        samples = np.frombuffer(frame.audio, np.int16).astype(np.float32) / 32768.0
+        if self._resampler is not None:
+            samples = self._resampler.process(samples)
+        self._queue.append(samples)
+        self._queued += len(samples)
+        while (self._queued - self._played) / self._device_rate > self.QUEUED_S and self._stream is not None:
+            await asyncio.sleep(0.01)
+        return True
+
+    async def cleanup(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await asyncio.to_thread(stream.close)
+        await super().cleanup()
+
+
+__all__ = ["CallerFileInput", "ClockedSpeakerOutput", "MicrophoneInput", "RoomEcho", "SpeakerOutput"]
