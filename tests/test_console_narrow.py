@@ -5,6 +5,7 @@ and the sessions screen's first Enter opening nothing."""
 from pathlib import Path
 
 from rich.console import Console
+from textual.app import App, ComposeResult
 from test_console import make_app, run_async
 
 from console.describe import describe, how_read
@@ -28,11 +29,19 @@ def prompt_snapshot(status: str = "completed") -> dict:
     return {"prompts": prompts, "state": "listening"}
 
 
+class LaneAlone(App):
+    """The prompt lane on its own: the console's live call would redraw it from its
+    own snapshot between the test's show and its read (seen on a busy machine)."""
+
+    def compose(self) -> ComposeResult:
+        yield PromptLane()
+
+
 @run_async
 async def test_a_narrow_prompt_lane_puts_the_status_on_a_line_of_its_own():
-    app, _, _ = make_app()
+    app = LaneAlone()
     async with app.run_test(size=(80, 24)) as pilot:
-        lane = app.screen.query_one(PromptLane)
+        lane = app.query_one(PromptLane)
         lane.styles.width = 38  # the right-hand column's width at 80x24
         await pilot.pause()
         lane.show(prompt_snapshot())
