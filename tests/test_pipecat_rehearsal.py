@@ -113,3 +113,46 @@ def test_on_laptop_speakers_at_full_volume_the_pipecat_agent_does_not_hear_itsel
     assert not [h for h in heard if any(w in h for w in agent_words)], lines
     assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
     assert backend.echo is not None and backend.echo.gated_frames > 0
+
+
+def test_an_unplugged_microphone_under_pipecat_ends_in_the_flows_channel_recovery(pulse_lab, loaded_models, tmp_path):
+    """The mic goes after the question: the audio server moves the stream to a silent
+    source. Pipecat has no frame for that; the microphone transport says so as a
+    LullEventFrame, and the core's recovery speaks and closes the call."""
+    import json
+
+    from sessions.flowfiles import check_data, library_flow_path
+    from voices.audio import resolve_device
+    from voices.pipecat.backend import PipecatBackend
+
+    data = json.loads(library_flow_path("reference_code").read_text())
+    data["ladder"] = {"recovery_ms": 2500}
+    flow = check_data(data, "reference_code").flow
+    floor = pulse_lab.noise_floor()
+    backend = PipecatBackend(loaded_models, input_device=resolve_device("test_mic", "input"),
+                             output_device=resolve_device("test_speaker", "output"))
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+    session = LiveSession(flow, backend, journal_dir=tmp_path / "take")
+
+    async def call() -> None:
+        await session.start()
+        while not any("reference code" in text for _, text in lines):
+            await asyncio.sleep(0.05)
+        floor.stop()
+        pulse_lab.pactl("set-default-source", "micfeed.monitor")
+        pulse_lab.unload_mic()
+        await asyncio.wait_for(session.closed.wait(), 40)
+
+    try:
+        asyncio.run(call())
+    finally:
+        pulse_lab.restore_mic()
+        pulse_lab.pactl("set-default-source", "mic")
+    journal = read_journal(tmp_path / "take")
+    failed = [r["event"] for r in journal.inputs() if r["kind"] == "transport_failed"]
+    assert failed and failed[0]["path"] == "input", failed
+    assert failed[0]["reason"].startswith("device_moved: mic -> ") or failed[0]["reason"] == "digital_zeros", failed
+    assert [r["outcome"] for r in journal.decisions() if r.get("effect") == "SessionClosed"] == ["input_path_failed"]
+    assert any("trouble with the line" in text for who, text in lines if who == "agent"), lines
+    assert replay(tmp_path / "take").verdict == "CLEAN"

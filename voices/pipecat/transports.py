@@ -14,6 +14,7 @@ started and stopped speaking from the audio, as it does for any transport.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from pathlib import Path
 
@@ -131,13 +132,26 @@ class RoomEcho:
 
 class MicrophoneInput(BaseInputTransport):
     """A sounddevice microphone (16 kHz mono, resampled when the device will not open so);
-    with `echo`, the agent's own voice is cancelled and gated out first."""
+    with `echo`, the agent's own voice is cancelled and gated out first.
 
-    def __init__(self, device: int | None, echo: RoomEcho | None = None, **kwargs) -> None:
+    Its health is watched as on Lull's audio backend (`voices.health.InputHealth`: no
+    callbacks, digital zeros, the stream ending, the audio server moving the stream to
+    another source). Pipecat has no frame for a dead microphone, so a failure goes
+    downstream as `LullEventFrame(TransportFailed("input", why))` and its recovery as
+    `TransportRecovered`: the core's channel recovery takes it from there."""
+
+    def __init__(self, device: int | None, echo: RoomEcho | None = None, *, watch_devices: bool = True, **kwargs) -> None:
+        from voices.health import InputHealth
+
         super().__init__(TransportParams(audio_in_enabled=True, audio_in_sample_rate=RATE), **kwargs)
         self.device = device
         self.echo = echo
+        self.health = InputHealth()
+        self.watch_devices = watch_devices
+        self.failed = False
         self._mic = None
+        self._watch = None
+        self._health_task: asyncio.Task | None = None
         self.errors: list[str] = []
 
     @property
@@ -152,10 +166,58 @@ class MicrophoneInput(BaseInputTransport):
         if self._mic is None:
             loop = asyncio.get_running_loop()
             self._mic = MicStream(self.device, samplerate=RATE, blocksize=int(CHUNK_S * RATE),
-                                  on_frames=self._heard, loop=loop, on_error=self.errors.append)
+                                  on_frames=self._heard, loop=loop, on_error=self._lost)
             self._mic.start()
+            self.health.reset(time.monotonic() * 1000.0)
+            self._health_task = self.create_task(self._watch_health())
+            if self.watch_devices:
+                self._start_watch(loop)
+
+    def _start_watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        from voices.devices import MOVED, InputMoveWatch
+
+        def changed(kind: str, detail: str) -> None:  # the watch's reader thread: hand off
+            loop.call_soon_threadsafe(self._moved, kind == MOVED, detail)
+
+        self._watch = InputMoveWatch(changed)
+        if not self._watch.start():
+            self._watch = None
+
+    def _moved(self, moved: bool, detail: str) -> None:
+        if moved:
+            self.health.hold(f"device_moved: {detail}"[:120])
+        else:
+            self.health.release()
+        self._check()
+
+    def _lost(self, reason: str) -> None:  # on the loop: the stream ended on its own
+        self.errors.append(reason)
+        self.health.stream_error(reason)
+        self._check()
+
+    async def _watch_health(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            self._check()
+
+    def _check(self) -> None:
+        from ladder import TransportFailed, TransportRecovered
+
+        from .frames import LullEventFrame
+
+        reason = self.health.check(time.monotonic() * 1000.0)
+        if reason == "recovered" and self.failed:
+            self.failed = False
+            event = TransportRecovered("input")
+        elif reason is not None and reason != "recovered" and not self.failed:
+            self.failed = True
+            event = TransportFailed("input", reason[:200])
+        else:
+            return
+        self.create_task(self.push_frame(LullEventFrame(event)))
 
     def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
+        self.health.observe(samples, t_ms)
         if self.echo is not None:
             samples = self.echo.heard(samples, t_ms)
             if not len(samples):
@@ -164,6 +226,12 @@ class MicrophoneInput(BaseInputTransport):
         self.create_task(self.push_audio_frame(InputAudioRawFrame(pcm, RATE, 1)))
 
     async def cleanup(self) -> None:
+        if self._health_task is not None:
+            await self.cancel_task(self._health_task)
+            self._health_task = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         if self._mic is not None:
             self._mic.close()
             self._mic = None
