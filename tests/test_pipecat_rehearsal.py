@@ -52,6 +52,14 @@ def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(l
     assert turns[:1] == ["user-1"], turns
 
 
+async def call_with_the_caller_in_the_mic(lab, session, caller) -> None:
+    """The call, with the caller's recording played into the lab's microphone from its start."""
+    await session.start()
+    player = asyncio.ensure_future(asyncio.to_thread(lab.play_into_mic, caller, True))
+    await asyncio.wait_for(session.closed.wait(), 60)
+    await player
+
+
 def test_a_pipecat_rehearsal_on_the_devices_hears_the_microphone_and_plays_the_speaker(pulse_lab, loaded_models, tmp_path):
     """No recorded caller: the pipeline's transports are the lab's microphone and speaker
     (sounddevice on PulseAudio), the caller's words played into the microphone."""
@@ -67,13 +75,7 @@ def test_a_pipecat_rehearsal_on_the_devices_hears_the_microphone_and_plays_the_s
     folder = tmp_path / "call"
     session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
 
-    async def call() -> None:
-        await session.start()
-        player = asyncio.ensure_future(asyncio.to_thread(pulse_lab.play_into_mic, caller, True))
-        await asyncio.wait_for(session.closed.wait(), 60)
-        await player
-
-    asyncio.run(call())
+    asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
     recording = capture.stop()
     said = [text for who, text in lines if who == "agent"]
     assert any("4821" in text or "4 8 2 1" in text for text in said), lines
@@ -103,13 +105,7 @@ def test_on_laptop_speakers_at_full_volume_the_pipecat_agent_does_not_hear_itsel
         backend.on_line = lambda who, text: lines.append((who, text))
         session = LiveSession(load_flow("reference_code"), backend, journal_dir=tmp_path / "call")
 
-        async def call() -> None:
-            await session.start()
-            player = asyncio.ensure_future(asyncio.to_thread(pulse_lab.play_into_mic, caller, True))
-            await asyncio.wait_for(session.closed.wait(), 60)
-            await player
-
-        asyncio.run(call())
+        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
     heard = [text.lower() for who, text in lines if who == "caller"]
     agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
     assert not [h for h in heard if any(w in h for w in agent_words)], lines
