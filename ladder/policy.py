@@ -189,14 +189,22 @@ def default_reset_table() -> dict[str, ResetRule]:
 
 
 def default_stages(
-    yes_no: bool = False, go_on: tuple[str, ...] = ("go_on_without",), repeat: tuple[str, ...] = ("repeat",)
+    yes_no: bool = False, go_on: tuple[str, ...] = ("go_on_without",), repeat: tuple[str, ...] = ("repeat",),
+    choose: bool = False,
 ) -> tuple[Stage, ...]:
     """The default ladder. Its wording names no flow's things: `{slot}` is the pending
     value's spoken name, `{routes}` the offers of the routes available then. A flow gives
     its own routes for going on without the value (`go_on`) and for repeating the
     question; with neither, the alternative stage waits quietly. A yes/no question gets
-    wording about a yes or a no."""
-    if yes_no:
+    wording about a yes or a no; a choice to make (`choose`: how many, which day) about
+    deciding, not about having something to hand."""
+    if choose and not yes_no:
+        check = "Take your time. Would you like more time to decide, or shall I repeat the question?"
+        alternative = (
+            "If you're not sure yet, {routes}." if go_on else "If you'd like, {routes}." if repeat else None
+        )
+        close = "I didn't get {slot}, so I'll end the call here. You can call back whenever you've decided."
+    elif yes_no:
         check = "Take your time. Please say yes or no."
         alternative = "If you're not sure, {routes}." if repeat else None
         close = "I didn't get a yes or a no, so I'll end the call here. You can call back whenever you like."
@@ -247,14 +255,17 @@ def default_routes() -> tuple[Route, ...]:
 LADDER_TEXT_FIELDS = (
     "acknowledgement", "still_waiting", "partial_reminder", "hold_check_in", "filler", "reprompt", "route_unavailable", "routes_available",
     "channel_recovery", "close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
+    "partial_close", "partial_close_deadline",
 )
 # the texts that end a call
-CLOSE_TEXT_FIELDS = ("close_failed_input", "close_pending", "close_tool_failed", "close_deadline")
+CLOSE_TEXT_FIELDS = ("close_failed_input", "close_pending", "close_tool_failed", "close_deadline",
+                     "partial_close", "partial_close_deadline")
 
 
 # fields added after journals were first written, whose default changes what a policy
 # does: a recorded policy without them did what these values do (replay reads it so)
-ABSENT_FROM_OLD_POLICIES = {"still_waiting_ms": None}
+ABSENT_FROM_OLD_POLICIES = {"still_waiting_ms": None, "partial_slot": None, "partial_close": None,
+                            "partial_close_deadline": None}
 
 
 class LadderPolicy(_Frozen):
@@ -309,6 +320,18 @@ class LadderPolicy(_Frozen):
     close_deadline: PromptText = (
         "I'll end the call here, as we've run out of time. "
         "I haven't received {slot}, so you're welcome to call back with it."
+    )
+    # after a partial answer (part of a code heard), the closes say what is true: part
+    # of the value came, not none of it. None: the ladder's own close is said then too
+    # (the lint refuses one that claims nothing was received where part may have been)
+    # `{slot}` in a reminder once part of the value was heard
+    partial_slot: PromptText | None = "the rest of {slot}"
+    partial_close: PromptText | None = (
+        "I only got part of {slot}, so I'll end the call here. You can call back whenever you have all of it."
+    )
+    partial_close_deadline: PromptText | None = (
+        "I'll end the call here, as we've run out of time. "
+        "I only got part of {slot}, so you're welcome to call back with all of it."
     )
     # what `{slot}` says: the pending value's spoken name (a flow sets it per question)
     slot: PromptText = Field(default="the answer", min_length=1)

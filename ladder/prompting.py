@@ -22,6 +22,14 @@ from .states import FINAL_PROMPT_STATUSES, PromptRecord, PromptStatus, State
 class Prompting:
     """Each prompt's lifecycle, and the output's reports of it."""
 
+    def _spoken_slot(self, kind: str) -> str:
+        """What `{slot}` says now: after part of the value was heard, a reminder asks for
+        the rest of it ("If you don't have the rest of your reference code to hand")."""
+        ep = self.episode
+        if kind == "reminder" and ep is not None and ep.part_heard and self.policy.partial_slot:
+            return self.policy.partial_slot.replace(SLOT_PLACEHOLDER, self.policy.slot)
+        return self.policy.slot
+
     def _request_prompt(
         self,
         kind: str,
@@ -36,7 +44,7 @@ class Prompting:
             self._cancel_prompt(self._boundary, "superseded")
         if "{" in text:
             # the pending value by its spoken name; a placeholder nobody filled is never read aloud
-            text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self.policy.slot))
+            text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self._spoken_slot(kind)))
         self._token += 1
         token = self._token
         estimate = max(1, len(text.split())) * self.policy.ms_per_word

@@ -179,6 +179,9 @@ class Episode:
     # part of the value the caller gave before going quiet ("" when its digits were not
     # passed in): the next reminder says so, once
     partial: str | None = None
+    # part of the value was heard in this episode (kept after the reminder that said so):
+    # later reminders and the closes speak of the part received, never of nothing
+    part_heard: bool = False
     outcome: str | None = None
     prompt_sequence: list[str] = field(default_factory=list)
 

@@ -179,6 +179,7 @@ class Turns:
             return
         if intent == "partial_answer":
             self.episode.partial = event.value or ""  # the next reminder says so
+            self.episode.part_heard = True
         self._apply_resets(rule, intent)
         if rule.window == "reprompt":
             if self.episode.reprompts < self.policy.max_reprompts:

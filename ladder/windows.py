@@ -94,6 +94,10 @@ class Windows:
             self._end_episode("deadline_reached", "episode_deadline")
             return
         text = self.policy.close_pending if self.unresolved_or_running() else None
+        ep = self.pending_episode
+        if text is None and ep is not None and ep.part_heard and self.policy.partial_close_deadline:
+            text = self.policy.partial_close_deadline  # part of the value came: say so
+            self._trace("partial_close", "part_of_the_value_heard", stage=self.current_stage)
         self._close(
             "deadline_reached",
             "episode_deadline",
@@ -158,11 +162,19 @@ class Windows:
         stage = self.policy.stages[ep.stage_index]
         self._trace("stage_advanced", reason, generation=generation, stage=stage.name)
         # the wording as it may be spoken now: routes composed from those available
-        text, routes, left_out = self._compose(stage) if stage.prompt else ("", (), ())
+        if stage.prompt and ep.part_heard and self.policy.partial_slot and not stage.closes:
+            # part of the value came: `{slot}` asks for the rest of it
+            spoken = self.policy.partial_slot.replace("{slot}", self.policy.slot)
+            text, routes, left_out = self.policy.model_copy(update={"slot": spoken}).compose(stage)
+        else:
+            text, routes, left_out = self._compose(stage) if stage.prompt else ("", (), ())
         if left_out or (stage.prompt and len(sentences(text)) < len(sentences(stage.prompt))):
             self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
                         stage=stage.name, offered=list(routes), left_out=list(left_out))
         if stage.closes:
+            if ep.part_heard and self.policy.partial_close and not self.unresolved_or_running():
+                text = self.policy.partial_close  # part of the value came: say so, not "nothing received"
+                self._trace("partial_close", "part_of_the_value_heard", stage=stage.name)
             text = self.policy.close_pending if self.unresolved_or_running() else (text or None)
             self._close("closed_incomplete", "ladder_exhausted", text, cancellable=True)
             return

@@ -44,7 +44,7 @@ from pydantic import ValidationError
 import ladder.effects as ladder_effects
 from ladder import EVENT_TYPES, Controller, LadderPolicy, event_from_dict
 from ladder.effects import Effect, Trace
-from ladder.flow.compile import LADDER_DEFAULTS
+from ladder.flow.compile import KNOWN_LADDER_DEFAULTS
 from ladder.flow.runtime import FlowRuntime
 from ladder.policy import ABSENT_FROM_OLD_POLICIES
 from ladder.states import ProtocolError
@@ -299,10 +299,10 @@ def build_core(journal: Journal, flow_override=None):
     if document is not None:
         # a journal from before `ladder_defaults` was written took the first defaults
         defaults = header.get("ladder_defaults", 1)
-        if defaults not in (1, LADDER_DEFAULTS):
+        if defaults not in KNOWN_LADDER_DEFAULTS:
             raise ReplayError(
                 f"{journal.path} line 1: field 'ladder_defaults': {defaults!r} is not one this Lull knows "
-                f"(1 or {LADDER_DEFAULTS})"
+                f"({', '.join(map(str, KNOWN_LADDER_DEFAULTS))})"
             )
         report = check_data(document, f"{journal.path}: header flow_document", ladder_defaults=defaults)
         if report.flow is None:

@@ -125,7 +125,9 @@ def test_constants_are_what_cross_validation_chose() -> None:
     sets = [flow_intents(load_flow(r).spec) for r in refs]
     best = ic.cross_validate_flows(sets, [1e-5, 3e-5, 1e-4], [round(0.4 + 0.05 * i, 2) for i in range(8)])["best"]
     print(f"\ncross-validation best: {best}")
-    assert (best["l2"], best["threshold"]) == (ic.CLASSIFIER_L2, ic.DEFAULT_CLASSIFIER_THRESHOLD)
+    # the L2 is cross-validation's; the lexical scale and the threshold were then chosen on
+    # the dev phrasings of tests/flows/yardstick (test_yardstick checks the README's figures)
+    assert best["l2"] == ic.CLASSIFIER_L2
     assert ic.BALANCED and ic.OWN_EMPHASIS
     assert not ic.CLASSIFIER_WORDLLAMA and not ic.CLASSIFIER_NEGATION
 

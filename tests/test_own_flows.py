@@ -75,8 +75,17 @@ def test_the_sample_flows_wording_copied_into_another_flow_is_refused():
 def test_a_slot_without_a_label_is_spoken_of_by_its_id_in_words():
     data = json.loads((FLOWS / "pharmacy_refill.json").read_text())
     del data["slots"]["rx_number"]["label"]
+    report = check_data(data, "pharmacy.json")
+    # "rx" is an abbreviation: spoken as the word, and flow check advises a label
+    assert report.flow.policy_for("ask_rx", None).slot == "your prescription number"
+    assert any("'rx_number' has no 'label'" in w.message for w in report.warnings)
+    data["slots"]["refill_code"] = {"type": "digits"}
+    data["stages"][1]["collect"] = ["refill_code"]
+    data["stages"][2]["say"] = "I heard {refill_code}. Is that right?"
+    data["stages"][3]["call"]["args"]["rx"] = "{refill_code}"
+    data["policies"] = [{"kind": "redact", "keys": ["refill_code"]}] if "policies" in data else []
     flow = check_data(data, "pharmacy.json").flow
-    assert flow.policy_for("ask_rx", None).slot == "your rx number"
+    assert flow.policy_for("ask_rx", None).slot == "your refill code"  # words already: as they are
 
 
 def test_a_yes_no_question_gets_the_default_ladder_about_a_yes_or_a_no():

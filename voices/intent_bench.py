@@ -159,6 +159,9 @@ BLIND: dict[str, tuple[str, ...]] = {
         "okay, I've got it now", "okay, I've dug it out", "right, I've found it, sorry about that",
         "I've got the letter in front of me", "okay I'm back, I found it", "yep, got it, go ahead",
         "I'm ready now", "got the letter right here",
+        # a caller telling the agent to go on is ready (issue 27's outside phrasings count it
+        # so): outside a wait the core hears ready as a backchannel anyway (W7)
+        "uh huh, go on", "okay, go on",
     ),
     "repeat_request": (
         "what did you ask me?", "I didn't quite hear you",
@@ -176,7 +179,7 @@ BLIND: dict[str, tuple[str, ...]] = {
         "forget the code, let's carry on", "I haven't got the email anymore",
     ),
     "backchannel": (
-        "mm okay", "yeah okay", "right, sure", "uh huh, go on", "okay, go on", "yeah, fine", "mhm, alright",
+        "mm okay", "yeah okay", "right, sure", "yeah, fine", "mhm, alright",
         "yep okay",
     ),
 }

@@ -179,7 +179,7 @@ def make_matcher(
         return EmbeddingMatcher(intents, DEFAULT_BLEND_THRESHOLD if threshold is None else threshold, model=model)
     if kind == "classifier":
         featuriser = ic.Featuriser(load_minilm(), load_model() if ic.CLASSIFIER_WORDLLAMA else None,
-                                   ic.CLASSIFIER_NEGATION)
+                                   ic.CLASSIFIER_NEGATION, ic.CLASSIFIER_LEXICAL)
         return ic.ClassifierMatcher(intents, ic.DEFAULT_CLASSIFIER_THRESHOLD if threshold is None else threshold,
                                     featuriser=featuriser, l2=ic.CLASSIFIER_L2)
     if kind == "lexical":

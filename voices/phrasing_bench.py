@@ -108,3 +108,53 @@ def run_phrasing_bench(flow_ref: str, phrasings_path: Path, matcher_kind: str = 
 
 
 __all__ = ["NONE_KEY", "PhrasingFileError", "load_phrasings", "run_phrasing_bench"]
+
+
+# Issue 27's targets for understanding on phrasings nobody tuned against
+TARGET_POOLED = 0.95
+TARGET_EVERY_INTENT = 0.85
+TARGET_OFF_TOPIC = 1 / 12  # at most 1 of 12 off-topic turns accepted, per flow
+TARGET_MS_PER_TURN = 20.0
+
+
+def run_yardstick(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), matcher_kind: str = "classifier") -> dict:
+    """Every flow in `folder` (*.json) against its phrasing file in each of `sets`
+    (folder/dev/NAME.json, folder/sealed/NAME.json): per flow and set the figures of
+    `run_phrasing_bench`, pooled per set, and per set each target MET or MISSED."""
+    flows = sorted(folder.glob("*.json"))
+    if not flows:
+        raise PhrasingFileError(f"{folder}: no flow files (*.json) to measure")
+    out: dict = {"folder": str(folder), "matcher": matcher_kind, "flows": {}, "sets": {}}
+    for flow in flows:
+        for name in sets:
+            path = folder / name / flow.name
+            if not path.is_file():
+                raise PhrasingFileError(f"{path}: missing: every flow needs a {name} phrasing file beside it")
+            result = run_phrasing_bench(str(flow), path, matcher_kind)
+            out["flows"].setdefault(flow.stem, {})[name] = {
+                k: result[k] for k in ("intents", "off_topic", "pooled", "weakest", "misses", "off_topic_accepted",
+                                       "learned_word_for_word", "match_ms_per_turn")}
+    for name in sets:
+        rows = [out["flows"][f.stem][name] for f in flows]
+        right = sum(r["pooled"]["right"] for r in rows)
+        total = sum(r["pooled"]["total"] for r in rows)
+        worst = min(((f.stem, i, v["right"] / v["total"]) for f, r in zip(flows, rows, strict=True)
+                     for i, v in r["intents"].items()), key=lambda t: t[2])
+        worst_off = max(r["off_topic"]["accepted"] / max(1, r["off_topic"]["total"]) for r in rows)
+        ms = max(r["match_ms_per_turn"] for r in rows)
+        out["sets"][name] = {
+            "pooled": {"right": right, "total": total},
+            "weakest": {"flow": worst[0], "intent": worst[1], "share": round(worst[2], 3)},
+            "off_topic": {"accepted": sum(r["off_topic"]["accepted"] for r in rows),
+                          "total": sum(r["off_topic"]["total"] for r in rows), "worst_share": round(worst_off, 3)},
+            "targets": {
+                f"pooled >= {TARGET_POOLED:.0%}": right / total >= TARGET_POOLED,
+                f"every intent >= {TARGET_EVERY_INTENT:.0%}": worst[2] >= TARGET_EVERY_INTENT,
+                "at most 1 of 12 off-topic accepted, every flow": worst_off <= TARGET_OFF_TOPIC + 1e-9,
+                f"under {TARGET_MS_PER_TURN:.0f} ms a turn": ms < TARGET_MS_PER_TURN,
+            },
+        }
+    return out
+
+
+__all__ += ["run_yardstick"]

@@ -100,7 +100,13 @@ def bench_intents(
     phrasings: Annotated[
         Path | None,
         typer.Option("--phrasings", metavar="FILE",
-                     help='Phrasings to measure with: {"intent": [phrases], "none": [off-topic phrases]}.'),
+                     help='Phrasings to measure with: {"intent": \\[phrases], "none": \\[off-topic phrases]}.'),
+    ] = None,
+    yardstick: Annotated[
+        Path | None,
+        typer.Option("--yardstick", metavar="FOLDER",
+                     help="Every flow in FOLDER against FOLDER/dev/ and FOLDER/sealed/ phrasings, side by side, "
+                          "with each target MET or MISSED."),
     ] = None,
     matcher: Annotated[str, typer.Option("--matcher", help="classifier (in use), embedding (wordllama), minilm, blend, lexical, or all.")] = "classifier",
     own_only: Annotated[bool, typer.Option("--own-only", help="Learn the flow's own examples only, not Lull's shared phrases.")] = False,
@@ -115,6 +121,7 @@ def bench_intents(
       lull bench intents my_flow.json --phrasings my_callers.json
       lull bench intents my_flow.json --phrasings my_callers.json --json
       lull bench intents --matcher all
+      lull bench intents --yardstick tests/flows/yardstick --json
     """
     from voices.interpret import MATCHER_KINDS
 
@@ -125,6 +132,9 @@ def bench_intents(
         resolve_flow(flow)
     except FlowFileError as exc:
         fail(f"{flow}: {exc.problems[0].message}")
+    if yardstick is not None:
+        _bench_yardstick(yardstick, kinds[0], as_json)
+        return
     if phrasings is not None:
         _bench_phrasings(flow, phrasings, kinds, own_only, as_json)
         return
@@ -202,6 +212,43 @@ def _bench_phrasings(flow: str, phrasings: Path, kinds: list[str], own_only: boo
         if result["learned_word_for_word"]:
             print_text(f"  phrasings the matcher learned word for word (not held out): {result['learned_word_for_word']}")
         out.print()
+
+
+def _bench_yardstick(folder: Path, kind: str, as_json: bool) -> None:
+    from voices.phrasing_bench import PhrasingFileError, run_yardstick
+
+    try:
+        result = run_yardstick(folder, matcher_kind=kind)
+    except PhrasingFileError as exc:
+        fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    sets = list(result["sets"])
+    table = Table(title=f"{result['matcher']} on the flows in {plain(str(folder))}", title_justify="left")
+    table.add_column("flow")
+    for name in sets:
+        table.add_column(f"{name}: right")
+        table.add_column("weakest intent")
+        table.add_column("off-topic")
+    for flow, per_set in result["flows"].items():
+        cells = []
+        for name in sets:
+            r = per_set[name]
+            w = r["weakest"]
+            cells += [f"{r['pooled']['right']}/{r['pooled']['total']} {_floor_percent(r['pooled']['right'] / r['pooled']['total'])}",
+                      plain(f"{w['intent']} {w['right']}/{w['total']}"), f"{r['off_topic']['accepted']}/{r['off_topic']['total']}"]
+        table.add_row(plain(flow), *cells)
+    cells = []
+    for name in sets:
+        s = result["sets"][name]
+        cells += [f"{s['pooled']['right']}/{s['pooled']['total']} {_floor_percent(s['pooled']['right'] / s['pooled']['total'])}",
+                  plain(f"{s['weakest']['flow']} {s['weakest']['intent']}"), f"{s['off_topic']['accepted']}/{s['off_topic']['total']}"]
+    table.add_row("pooled", *cells)
+    out.print(table)
+    for name in sets:
+        for target, ok in result["sets"][name]["targets"].items():
+            print_text(f"  {name}: {'MET' if ok else 'MISSED'}: {target}")
 
 
 def _from_disk(result: dict) -> str:

@@ -78,6 +78,8 @@ def flow_check(
             highlight=False,
             soft_wrap=True,
         )
+        for route_id, reading in report.flow.route_roles.items():
+            out.print(Text(f"  route {route_id}: {reading.role}: {reading.reason}"), highlight=False, soft_wrap=True)
     if refused:
         raise typer.Exit(2)  # a refused flow is bad input, as everywhere in the CLI
 

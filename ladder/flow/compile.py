@@ -25,6 +25,9 @@ from ..policy import (
 from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, Path
 from .guards import Guard
 from .lint import lint_flow
+from .route_roles import read_route_roles, with_roles
+from .shared_intents import slot_kind
+from .slot_words import abbreviated, id_in_words
 from .spec import (
     CommitPolicy,
     FlowSpec,
@@ -78,10 +81,16 @@ def stage_timing(stage: StageSpec) -> Timing | None:
 # -- compiling ------------------------------------------------------------------
 
 
-# Which defaults a flow's ladder takes. 2: wording that names no flow's things (`{slot}`,
-# the flow's own routes). 1: the defaults before that, which spoke of a reference code:
-# journals recorded under them (a header without `ladder_defaults`) replay with them.
-LADDER_DEFAULTS = 2
+# Which defaults a flow's ladder takes. 3: routes' roles read from their words as well
+# as their shape (ladder.flow.route_roles), wording that fits the kind of question (a
+# value to find, a choice to make), closes true after a partial answer. 2: wording that
+# names no flow's things (`{slot}`, the flow's own routes), roles from shape alone.
+# 1: the defaults before that, which spoke of a reference code. Journals replay under
+# the defaults they were recorded with (a header without `ladder_defaults`: 1).
+LADDER_DEFAULTS = 3
+KNOWN_LADDER_DEFAULTS = (1, 2, 3)
+# what version 2 did where version 3 adds wording: no partial-answer closes
+LADDER_DEFAULTS_V2 = {"partial_slot": None, "partial_close": None, "partial_close_deadline": None}
 LADDER_DEFAULTS_V1 = {
     "stages": [
         {"name": "quiet_wait", "wait_ms": 8000},
@@ -107,9 +116,14 @@ LADDER_DEFAULTS_V1 = {
 }
 
 
-def slot_name(slot_id: str, label: str | None) -> str:
-    """How the agent speaks of a slot: its label, else its id in words ("prescription number")."""
-    return label or slot_id.replace("_", " ").replace("-", " ")
+def slot_name(slot_id: str, label: str | None, ladder_defaults: int = LADDER_DEFAULTS) -> str:
+    """How the agent speaks of a slot: its label, else its id in words ("prescription
+    number"), abbreviations spelled out ("nhs_no": "N H S number")."""
+    if label:
+        return label
+    if ladder_defaults < 3:
+        return slot_id.replace("_", " ").replace("-", " ")
+    return id_in_words(slot_id)
 
 
 def _spoken_value(names: list[str]) -> str:
@@ -119,13 +133,19 @@ def _spoken_value(names: list[str]) -> str:
     return phrase if first in ("the", "your", "a", "an", "this", "that", "my") else f"your {phrase}"
 
 
-def _default_ladder(spec: FlowSpec, yes_no: bool = False) -> dict:
+def _default_ladder(spec: FlowSpec, yes_no: bool = False, ladder_defaults: int = LADDER_DEFAULTS,
+                    choose: bool = False) -> dict:
     """The default ladder's stages and routes for this flow: its alternative route offers
-    the flow's own go-on-without routes (and its repeat routes), else only a repeat."""
-    routes = spec.routes or tuple(r for r in default_routes() if r.action == "restate")
+    the flow's own go-on-without routes (and its repeat routes), else only a repeat.
+    `choose`: the question is a choice to make (how many, which day), not a value to find."""
+    if spec.routes and ladder_defaults >= 3:
+        routes = with_roles(spec.routes, read_route_roles(spec))
+    else:
+        routes = spec.routes or tuple(r for r in default_routes() if r.action == "restate")
     go_on = tuple(r.id for r in routes if route_role(r) == "go_on_without")
     repeat = tuple(r.id for r in routes if route_role(r) == "repeat")
-    stages = default_stages(yes_no=yes_no, go_on=() if yes_no else go_on, repeat=repeat)
+    stages = default_stages(yes_no=yes_no, go_on=() if yes_no else go_on, repeat=repeat,
+                            choose=choose and ladder_defaults >= 3)
     data = {"stages": [s.model_dump(mode="json", exclude_defaults=True) | {"name": s.name, "wait_ms": s.wait_ms} for s in stages]}
     if not spec.routes:
         data["routes"] = [r.model_dump(mode="json") for r in routes]
@@ -165,8 +185,22 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
         _check_reachable(layer, spec.routes, diags, in_cycles)
     _check_can_end(main, diags)
     commit_policies = _check_policies(spec, tools, diags)
+    readings = read_route_roles(spec) if ladder_defaults >= 3 else {}
+    if ladder_defaults >= 3:
+        for slot_id, slot in spec.slots.items():
+            if slot.label is None and slot.type != "yes_no" and abbreviated(slot_id):
+                diags.append(Diagnostic(
+                    ("slots", slot_id),
+                    f"slot {slot_id!r} has no 'label', so the agent calls it \u201c{id_in_words(slot_id)}\u201d; "
+                    f"give it a \"label\" a caller would say (\"prescription number\")", "warning"))
+    for i, route in enumerate(spec.routes):
+        reading = readings.get(route.id)
+        if reading is not None and reading.warning:
+            diags.append(Diagnostic(("routes", i), reading.warning, "warning"))
     if ladder_defaults == 1:
-        flow_ladder = {**LADDER_DEFAULTS_V1, **spec.ladder}
+        flow_ladder = {**LADDER_DEFAULTS_V2, **LADDER_DEFAULTS_V1, **spec.ladder}
+    elif ladder_defaults == 2:
+        flow_ladder = {**LADDER_DEFAULTS_V2, **_default_ladder(spec, ladder_defaults=2), **spec.ladder}
     else:
         flow_ladder = {**_default_ladder(spec), **spec.ladder}
     ladder = _ladder_policy(flow_ladder, spec.routes, ("ladder",), diags)
@@ -176,15 +210,20 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
         for layer in (main, *overlays):
             for index, sid in enumerate(layer.order):
                 stage = layer.stages[sid]
-                yes_no = bool(stage.collect) and all(
-                    spec.slots[c].type == "yes_no" for c in stage.collect if c in spec.slots
-                ) and "stages" not in spec.ladder and ladder_defaults != 1
+                defaults_apply = bool(stage.collect) and "stages" not in spec.ladder and ladder_defaults != 1
+                yes_no = defaults_apply and all(
+                    spec.slots[c].type == "yes_no" for c in stage.collect if c in spec.slots)
+                # a choice to make (how many, which day) gets wording about choosing
+                choose = defaults_apply and not yes_no and ladder_defaults >= 3 and all(
+                    slot_kind(spec.slots[c]) == "choose" for c in stage.collect if c in spec.slots)
                 own = stage.ladder
-                if not own and not yes_no:
+                if not own and not yes_no and not choose:
                     continue
-                base = flow_ladder if not yes_no else {**flow_ladder, **_default_ladder(spec, yes_no=True)}
+                kind = {"yes_no": yes_no, "choose": choose}
+                base = flow_ladder if not (yes_no or choose) else {
+                    **flow_ladder, **_default_ladder(spec, ladder_defaults=ladder_defaults, **kind)}
                 path = (*layer.path, index, "ladder")
-                base_policy = ladder if not yes_no else _ladder_policy(base, spec.routes, ("ladder",), diags)
+                base_policy = ladder if not (yes_no or choose) else _ladder_policy(base, spec.routes, ("ladder",), diags)
                 if base_policy is None:
                     continue
                 merged = _stage_ladder(base, own, base_policy, path, diags)
@@ -200,7 +239,8 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
                 stage = layer.stages[sid]
                 if not stage.collect or "slot" in stage.ladder or "slot" in spec.ladder:
                     continue
-                names = [slot_name(c, spec.slots[c].label if c in spec.slots else None) for c in stage.collect]
+                names = [slot_name(c, spec.slots[c].label if c in spec.slots else None, ladder_defaults)
+                         for c in stage.collect]
                 policy = stage_policies.get(sid, ladder)
                 stage_policies[sid] = policy.model_copy(update={"slot": _spoken_value(names)})
     route_gotos = {}
@@ -234,6 +274,7 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
         warnings=[d for d in diags if d.severity == "warning"],
         _stage_policies=stage_policies,
         ladder_defaults=ladder_defaults,
+        route_roles=readings,
     )
     wording = lint_flow(flow)  # the prompt lint: wording refused like any other error
     if any(d.severity == "error" for d in wording):

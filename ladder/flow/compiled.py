@@ -96,6 +96,8 @@ class CompiledFlow:
     route_gotos: dict[str, str]
     warnings: list[Diagnostic] = field(default_factory=list)
     _stage_policies: dict[str, LadderPolicy] = field(default_factory=dict)
+    # route id -> what it is for and why (ladder.flow.route_roles.RoleReading)
+    route_roles: dict = field(default_factory=dict)
     ladder_defaults: int = 2  # the ladder defaults the flow was read with (compile.LADDER_DEFAULTS)
 
     def layer(self, name: str) -> Layer:

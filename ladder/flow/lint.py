@@ -217,7 +217,9 @@ def _ladder_wordings(policy: LadderPolicy, base: Path) -> Iterator[Wording]:
         if stage.prompt is not None:
             yield Wording((*base, "stages", i, "prompt"), stage.prompt, "ladder_prompt", stage)
     for name in LADDER_TEXT_FIELDS:
-        yield Wording((*base, name), getattr(policy, name), name)
+        text = getattr(policy, name)
+        if text is not None:  # a partial close may be None: the ladder's own close is said
+            yield Wording((*base, name), text, name)
 
 
 def _where_written(flow: CompiledFlow, stage_path: Path, own: dict, path: Path) -> Path:
@@ -385,6 +387,7 @@ def lint_flow(flow: CompiledFlow) -> list[Diagnostic]:
                 _check_closes(flow, sid, spath, stage, policy, own, before, named, add)
             if layer_name == MAIN and stage.collect:
                 _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_before_of[sid], named, add)
+                _check_partial_closes(flow, sid, spath, stage, policy, own, add)
     return out
 
 
@@ -481,6 +484,42 @@ def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_befo
                 + ("" if own else ' (give the stage a "ladder" of its own)'),
                 about=w.path,
             )
+
+
+def partial_possible(slot) -> bool:
+    """Can part of this slot's value be heard (the first digits of a code)?"""
+    return slot.type == "digits" and (slot.min_length or 2) > 1
+
+
+def _check_partial_closes(flow, sid, spath, stage, policy, own, add) -> None:
+    """After part of the value was heard, a close that says nothing was received is
+    untrue: the closes said then (`partial_close`, `partial_close_deadline`, or the
+    ladder's own closes where those are null) must not deny receipt."""
+    slots = flow.spec.slots
+    if flow.ladder_defaults < 3 or not any(c in slots and partial_possible(slots[c]) for c in stage.collect):
+        return  # the defaults before 3 had no partial closes: their journals replay as they were
+    said_after_partial = []
+    for w in _ladder_wordings(policy, ("ladder",)):
+        if w.ladder_stage is not None and w.ladder_stage.closes and policy.partial_close is None:
+            said_after_partial.append((w, "partial_close"))
+        elif w.role == "close_deadline" and policy.partial_close_deadline is None:
+            said_after_partial.append((w, "partial_close_deadline"))
+        elif w.role in ("partial_close", "partial_close_deadline"):
+            said_after_partial.append((w, w.role))
+    for w, field in said_after_partial:
+        for sentence in sentences(w.text):
+            if not denies_receipt(sentence):
+                continue
+            name = w.ladder_stage.name if w.ladder_stage is not None else w.role
+            where = _where_written(flow, spath, own, w.path) if own else spath
+            add(
+                where,
+                f"stage {sid!r}: after part of the value is heard, the {name} close says \u201c{sentence}\u201d, "
+                f"which claims nothing was received; give the ladder a {field!r} that says part of it came "
+                f"(\u201cI only got part of {{slot}}\u201d)",
+                about=w.path,
+            )
+            break
 
 
 def _upstream(layer: Layer, slots: list[str]) -> tuple[dict[str, _Before], dict[str, bool]]:

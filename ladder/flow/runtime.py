@@ -872,7 +872,7 @@ class FlowRuntime:
     def _with_values(self, policy: LadderPolicy) -> LadderPolicy:
         """The question's ladder with slot values in its wording ("{routes}" is the
         controller's, composed when the prompt is spoken)."""
-        texts = {name: getattr(policy, name) for name in LADDER_TEXT_FIELDS}
+        texts = {name: text for name in LADDER_TEXT_FIELDS if (text := getattr(policy, name)) is not None}
         if not any("{" in (s.prompt or "") for s in policy.stages) and not any("{" in t for t in texts.values()):
             return policy
 

@@ -12,6 +12,7 @@ and the bench read the same set.
 from __future__ import annotations
 
 from ..policy import Route, route_role
+from .route_roles import read_route_roles, with_roles
 
 # the ladder's own intents: the same name in every flow
 WAIT_REQUEST = (
@@ -50,6 +51,15 @@ WAIT_REQUEST = (
     "sorry I'm driving give me a minute", "I'm just getting up", "let me just sit down", "the dog's barking hold on",
     "someone's at the door one moment", "I'm just finishing something give me a sec", "I'll be right back",
     "back in a minute", "back in a sec", "won't be a moment", "won't be long", "just getting it now",
+    # a choice to make, or someone else to ask: the pause of a caller deciding
+    "let me think about it", "I need to think about it", "give me a moment to think",
+    "I need to decide", "I haven't decided yet give me a second", "let me work it out",
+    "I'm working it out", "let me do the maths", "let me count", "I'm just counting",
+    "I'll ask my husband", "I need to check with my partner", "let me ask the others", "I need to ask my friends first",
+    "I have to check who's coming", "let me check my diary", "let me look at my calendar", "I'm checking the dates",
+    "someone's talking to me one second", "my husband's saying something hang on", "I'm just asking them now",
+    "I need to find out first", "let me just check something", "I'm checking now", "I'm reading it now one second",
+    "the page is loading", "I'm waiting for it to load",
 )
 
 READY = (
@@ -78,6 +88,16 @@ READY = (
     "the app's open now", "I'm logged in now", "I've got the screen up", "I'm at it now", "I'm standing next to it now",
     "okay I'm in front of it", "okay I'm there now", "I've got it open", "it's right here",
     "yes it's here now", "okay it's here", "I've got everything now", "that's it I've got it", "okay done I've got it",
+    # telling the agent to go on: while waiting, that is readiness, not a backchannel
+    "go on then", "okay go ahead", "carry on", "please carry on",
+    "you can carry on", "you can go on now", "continue please", "off you go", "keep going I'm ready",
+    "I'm listening now", "back",
+    # having checked, decided or asked
+    "I've checked", "I've had a look", "I've looked now", "okay I've checked now", "I've decided", "we've decided",
+    "we've made our minds up", "I know now", "I know what I want now", "I've worked it out",
+    "I've thought about it", "I've asked them", "I've spoken to my wife", "we've talked it over",
+    "all sorted", "right that's sorted", "I've got an answer for you", "I have an answer now",
+    "I'm good to go", "I've counted them", "I've done the sums",
 )
 
 REPEAT_REQUEST = (
@@ -102,6 +122,11 @@ REPEAT_REQUEST = (
     "sorry you lost me", "you lost me there", "the line dropped for a second", "it went crackly", "you're echoing",
     "I can barely hear you", "you're too quiet", "you're mumbling", "sorry there was noise what did you say",
     "what was that sorry the kids were shouting", "I didn't understand", "I didn't follow that", "could you explain again",
+    # echoing the question back
+    "the what sorry", "what for", "sorry which",
+    "what about it", "what were the options", "what are my options",
+    "what were the choices again", "what were the numbers again",
+    "what do you want to know", "sorry what do you need to know", "what is it you want", "which do you mean",
 )
 
 BACKCHANNEL = (
@@ -114,7 +139,7 @@ BACKCHANNEL = (
     "mhm yeah", "yes right", "okay yep", "oh yes", "ah yes", "indeed",
     "true", "fair enough", "of course", "certainly", "absolutely", "no problem", "that's okay",
     "okay good", "mm right", "oh good", "nice", "okay lovely", "uh okay", "um okay",
-    "carry on", "keep going", "uh huh yes",
+    "uh huh yes",
     "okay fine", "right then okay", "alright yes", "sure yes", "yeah sure okay", "mhm mhm", "okay okay yeah",
 )
 
@@ -138,6 +163,13 @@ PERSON = (
     "I hate automated systems get me a person", "this isn't working let me talk to someone",
     "I'd rather speak to a person", "I'd prefer a person", "can I be put through", "put me on to someone",
     "pass me to a person", "hand me over to a human", "a live person please", "can I talk to someone live",
+    # anyone to ask, without the usual words
+    "is there anyone I can ask", "someone please", "can someone help me",
+    "could somebody help me", "is anyone there who can help", "can I talk to someone who works there",
+    "the office please", "put me through to reception", "reception please",
+    "can I speak to the team", "a member of the team please", "can someone call me back", "I'd like someone to ring me",
+    "someone who can help me", "transfer me to someone who can help", "I'd rather talk it through with someone",
+    "can I speak to your colleague", "is there somebody there", "I'd like to speak to someone in charge",
 )
 
 GO_ON_WITHOUT = (
@@ -166,6 +198,11 @@ GO_ON_WITHOUT = (
     "I don't have it to hand", "not to hand no", "it's not to hand", "I can't get it right now",
     "I'll have to do without it", "we'll have to manage without it", "do it without", "can you manage without it",
     "just go ahead without it", "can't you do it another way", "try another way", "is there an alternative",
+    # a choice not made yet: for now, the answer is not to be had
+    "I'm not sure", "I can't decide", "I haven't decided",
+    "hard to say", "I can't say yet", "I'll let you know later",
+    "I'll do it later", "I'll sort it out later", "I'll do it myself", "I'll do it another time", "let me come back to it",
+    "I'll get back to you", "I'll have to find out and come back to you", "I'd rather do it another way",
 )
 
 LADDER_INTENTS = {
@@ -197,28 +234,100 @@ def shared_intents(routes: tuple[Route, ...]) -> dict[str, tuple[str, ...]]:
 
 
 class LearnedIntents(dict):
-    """intent -> phrases, knowing which phrases are the flow's own (`own`): a trained
-    matcher may weigh the designer's wording apart from Lull's shared phrases."""
+    """intent -> phrases, knowing which phrases are the flow's own (`own`, and per
+    intent `own_by_intent`): a trained matcher may weigh the designer's wording apart
+    from Lull's shared phrases."""
 
     own: frozenset[str] = frozenset()
+    own_by_intent: dict[str, tuple[str, ...]] = {}
 
     def own_only(self) -> dict[str, tuple[str, ...]]:
-        """The flow's own examples alone: what a nearest-example matcher learns (with
-        the shared phrases it accepts far more off-topic turns; README, "Your own flow")."""
+        """The flow's own examples alone, each under its own intent: what a
+        nearest-example matcher learns (with the shared phrases it accepts far more
+        off-topic turns; README, "Your own flow")."""
+        if self.own_by_intent:
+            return {k: v for k, v in self.own_by_intent.items() if v}
         out = {k: tuple(p for p in v if p in self.own) for k, v in self.items()}
         return {k: v for k, v in out.items() if v}
 
 
+# The pending question's own words in the shared intents: a caller fetching a
+# reference says "I've found the reference", one choosing how many says "I know how
+# many now". `{n}` is a name the flow gives its value (a slot's label, its mentions).
+FIND_TEMPLATES = {
+    "wait_request": ("let me find the {n}", "hold on I'm looking for the {n}", "one moment I'll get the {n}"),
+    "ready": ("I've got the {n} now", "I've found the {n}", "okay I have the {n} here"),
+    "repeat_request": ("which {n}", "what {n}", "sorry the {n}", "what {n} do you need"),
+    "go_on_without": ("I don't have the {n}", "I can't find the {n}", "I don't know the {n}"),
+}
+CHOOSE_TEMPLATES = {
+    "wait_request": ("let me think about the {n}", "hold on I'm working out the {n}", "one moment I'll check the {n}"),
+    "ready": ("I know the {n} now", "I've decided the {n}", "okay I've worked out the {n}"),
+    "repeat_request": ("which {n}", "what {n}", "sorry the {n}", "the {n} for what"),
+    "go_on_without": ("I don't know the {n} yet", "I'm not sure about the {n}", "I can't decide the {n} yet"),
+}
+_ARTICLES = ("the ", "your ", "my ", "a ", "an ")
+
+
+def value_names(slot) -> tuple[str, ...]:
+    """How the flow names a value it asks for: the slot's label and mentions, without
+    their article ("booking reference", "reference"); none for a yes/no."""
+    if slot.type == "yes_no":
+        return ()
+    names: list[str] = []
+    for name in (slot.label, *slot.mentions):
+        name = (name or "").strip().lower()
+        for article in _ARTICLES:
+            if name.startswith(article):
+                name = name[len(article):]
+        if name and len(name.split()) <= 3:
+            names.append(name)
+    return tuple(dict.fromkeys(names))
+
+
+def question_phrases(spec, routes_by_role: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """The templates filled with the flow's value names, under the flow's intent names;
+    a slot of kind "choose" (how many, which day) takes the choosing ones."""
+    out: dict[str, list[str]] = {}
+    for slot in spec.slots.values():
+        if slot.type == "yes_no":
+            continue
+        templates = CHOOSE_TEMPLATES if slot_kind(slot) == "choose" else FIND_TEMPLATES
+        names = value_names(slot)
+        for intent, texts in templates.items():
+            target = routes_by_role.get(intent) if intent == "go_on_without" else intent
+            if target is None:
+                continue
+            out.setdefault(target, []).extend(t.format(n=n) for n in names for t in texts)
+    return {k: tuple(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def slot_kind(slot) -> str:
+    """A value to find ("find": a number on a card) or a choice to make ("choose": how
+    many, which day): the slot's `kind`, else a number is chosen and the rest found."""
+    kind = getattr(slot, "kind", None)
+    if kind is not None:
+        return kind
+    return "choose" if slot.type == "number" else "find"
+
+
 def flow_intents(spec) -> LearnedIntents:
     """What a matcher learns for a flow (a FlowSpec): Lull's shared phrases under the
-    flow's names, then the flow's own examples (its own first, each phrase once)."""
+    flow's names (its routes' roles read from their words and shape:
+    ladder.flow.route_roles), the question's own words in them, then the flow's own
+    examples (its own first, each phrase once)."""
+    spec = spec.model_copy(update={"routes": with_roles(tuple(spec.routes), read_route_roles(spec))})
     merged = LearnedIntents()
     shared = shared_intents(tuple(spec.routes))
+    go_on = route_for("go_on_without", tuple(spec.routes))
+    context = question_phrases(spec, {"go_on_without": f"route:{go_on.id}"} if go_on is not None else {})
     for name in dict.fromkeys([*spec.intents, *shared]):
         own = tuple(spec.intents.get(name, ()))
-        merged[name] = tuple(dict.fromkeys([*own, *shared.get(name, ())]))
+        merged[name] = tuple(dict.fromkeys([*own, *shared.get(name, ()), *context.get(name, ())]))
     merged.own = frozenset(p for phrases in spec.intents.values() for p in phrases)
+    merged.own_by_intent = {k: tuple(dict.fromkeys(v)) for k, v in spec.intents.items()}
     return merged
 
 
-__all__ = ["LADDER_INTENTS", "ROUTE_ROLES", "LearnedIntents", "flow_intents", "route_for", "shared_intents"]
+__all__ = ["LADDER_INTENTS", "ROUTE_ROLES", "LearnedIntents", "flow_intents", "question_phrases", "route_for",
+           "shared_intents", "slot_kind", "value_names"]
