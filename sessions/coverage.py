@@ -29,6 +29,7 @@ from .journal import JournalScan, iter_records
 from .metrics import session_folders
 
 KINDS = ("stages", "ladder_stages", "routes", "intents")
+ANSWERS = ("answer", "partial_answer", "decline")  # a turn read as a value: no intent reached
 INCIDENTS = "(incidents: the ladder alone)"
 
 
@@ -115,7 +116,10 @@ def session_coverage(path: Path, into: Coverage) -> None:
                 reached["ladder_stages"][record["stage"]] += 1
             elif kind == "stage_advanced" and record.get("stage"):
                 reached["ladder_stages"][record["stage"]] += 1
-            elif kind == "utterance" and detail.get("matched"):
+            elif kind == "utterance" and detail.get("matched") and detail.get("ladder_intent", record.get("reason")) \
+                    not in ANSWERS:
+                # a "yes" to a yes/no question is an answer, whatever the matcher's nearest
+                # intent was (backchannel): it reached no intent
                 reached["intents"][detail["matched"]] += 1
             elif kind == "turn_interpreted" and flowless and detail.get("intent"):
                 reached["intents"][detail["intent"]] += 1

@@ -55,3 +55,14 @@ def test_the_command_prints_json_and_refuses_what_is_not_a_corpus(tmp_path):
                              ((str(path),), 2, "not a folder")]:
         bad = lull("sessions", "coverage", *args)
         assert bad.returncode == code and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+def test_a_yes_to_a_yes_no_question_counts_as_an_answer_not_as_the_matchers_nearest_intent(tmp_path):
+    path = SCENARIOS / "default_answer_at_once.json"
+    run_scenario(load_scenario(path), path, record_to=tmp_path / "s")
+    lines = [json.loads(line) for line in (tmp_path / "s" / "journal.jsonl").read_text().splitlines()]
+    nearest = [r["detail"]["matched"] for r in lines if r.get("kind") == "utterance" and r["reason"] == "answer"
+               and (r.get("detail") or {}).get("matched")]
+    assert nearest, "the confirmation's yes had a nearest intent (the case under test)"
+    flow = coverage([tmp_path]).to_dict()["flows"]["reference_code"]
+    assert all(flow["intents"].get(name, 0) == 0 for name in nearest), flow["intents"]

@@ -96,9 +96,13 @@ def test_bench_reports_every_set_pooled_and_off_topic() -> None:
 #   blend  38/39  43/44  45/46  35/37  45/47   8/40 (2/40 before)
 # Floors a little under those. Nearest-example kinds accept more off-topic turns as
 # examples are added; the classifier (the kind in use) does not (test_intent_classifier).
+# Issue 27 moved blind's "uh huh, go on" and "okay, go on" from backchannel to ready (a
+# caller telling the agent to go on is ready; outside a wait the core hears it as a
+# backchannel): the nearest-example kinds, which learn the flow's examples only, still
+# read them as backchannels: blind 41/47 (minilm) and 43/47 (blend), two wrong more.
 @pytest.mark.parametrize(("kind", "floors", "wrong_at_most", "call_like_at_most"), [
-    ("minilm", {"held_out": 0.97, "fresh": 0.97, "unseen": 0.93, "late": 0.94, "blind": 0.89}, 2, 11),
-    ("blend", {"held_out": 0.97, "fresh": 0.95, "unseen": 0.95, "late": 0.91, "blind": 0.93}, 2, 8),
+    ("minilm", {"held_out": 0.97, "fresh": 0.97, "unseen": 0.93, "late": 0.94, "blind": 0.85}, 3, 11),
+    ("blend", {"held_out": 0.97, "fresh": 0.95, "unseen": 0.95, "late": 0.91, "blind": 0.89}, 3, 8),
 ])
 def test_minilm_kinds_hold_their_floor(kind: str, floors: dict[str, float], wrong_at_most: int, call_like_at_most: int) -> None:
     result = run_intent_bench(matcher_kind=kind)

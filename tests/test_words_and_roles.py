@@ -202,3 +202,14 @@ def test_flow_check_advises_a_label_for_an_abbreviated_id_and_the_advice_works()
     assert report.flow.policy_for("ask", None).slot == "your membership number"
     doc["slots"]["mem_no"]["label"] = "member number"
     assert not any("mem_no" in w for w in _warnings(_check(doc)))
+
+
+def test_an_offer_that_names_a_switched_off_route_is_warned_and_the_advice_works():
+    doc = _doc("school_absence")
+    next(r for r in doc["routes"] if r["id"] == "office")["mentions"] = ["the office", "a person"]
+    for stage in doc["stages"]:
+        stage["say"] = stage["say"].replace("email the office", "send us an email")
+    warned = [w for w in _warnings(_check(doc)) if "names route 'office'" in w]
+    assert warned, _warnings(_check(doc))
+    next(r for r in doc["routes"] if r["id"] == "email")["offer"] = "you can email us once you know"
+    assert not [w for w in _warnings(_check(doc)) if "names route 'office'" in w]

@@ -80,3 +80,18 @@ def test_the_readme_says_which_targets_the_sealed_sets_meet(measured):
     assert ("pooled MET" in said) == targets["pooled >= 95%"]
     assert ("off-topic MET" in said) == targets["at most 1 of 12 off-topic accepted, every flow"]
     assert ("every intent MET" in said) == targets["every intent >= 85%"]
+
+
+def test_a_caller_asking_for_a_person_is_heard_as_each_flows_person_route_by_the_voice_matcher(measured):
+    # the same matcher the voice backends build (the bench built it: from the cache here)
+    from ladder.flow.shared_intents import flow_intents
+    from sessions.flowfiles import load_flow
+    from voices.interpret import make_matcher
+
+    asks = ("can I speak to a person please", "put me through to someone who works there", "I want a human")
+    for path in sorted(YARDSTICK.glob("*.json")):
+        flow = load_flow(str(path))
+        person = [r for r, reading in flow.route_roles.items() if reading.role == "person"]
+        matcher = make_matcher(flow_intents(flow.spec), None, "classifier")
+        for ask in asks:
+            assert matcher.match(ask)[0] == f"route:{person[0]}", (path.stem, ask)

@@ -186,6 +186,14 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
     _check_can_end(main, diags)
     commit_policies = _check_policies(spec, tools, diags)
     readings = read_route_roles(spec) if ladder_defaults >= 3 else {}
+    for i, route in enumerate(spec.routes):
+        for other in spec.routes:
+            if other is not route and not other.available and route.offer and other.named_by(route.offer):
+                diags.append(Diagnostic(
+                    ("routes", i, "offer"),
+                    f"route {route.id!r}'s offer \u201c{route.offer}\u201d names route {other.id!r}, which is not "
+                    f"available, so a reminder that offers {route.id!r} is left out while {other.id!r} is off; "
+                    f"reword the offer, or the words that name {other.id!r} (its label, id or 'mentions')", "warning"))
     if ladder_defaults >= 3:
         for slot_id, slot in spec.slots.items():
             if slot.label is None and slot.type != "yes_no" and abbreviated(slot_id):
