@@ -13,8 +13,15 @@ import pytest
 
 from audio_lab import pulse_lab  # noqa: F401  (a fixture, made available to every test file)
 
-os.environ["LULL_CACHE_DIR"] = _cache = tempfile.mkdtemp(prefix="lull-test-cache-")
-atexit.register(shutil.rmtree, _cache, True)
+# one folder for the whole run: the process that makes it (the run's first, which starts
+# the xdist workers after loading this file) removes it; the workers inherit it, so a
+# classifier one of them trained is not trained again by the other (entries are written
+# whole, then renamed into place)
+if os.environ.get("LULL_TEST_RUN_CACHE"):
+    os.environ["LULL_CACHE_DIR"] = os.environ["LULL_TEST_RUN_CACHE"]
+else:
+    os.environ["LULL_CACHE_DIR"] = os.environ["LULL_TEST_RUN_CACHE"] = _cache = tempfile.mkdtemp(prefix="lull-test-cache-")
+    atexit.register(shutil.rmtree, _cache, True)
 
 
 @pytest.fixture(scope="session")

@@ -158,6 +158,18 @@ def emphasis(texts: Sequence[str], labels: np.ndarray, own: frozenset[str] | Non
     return weight
 
 
+def _sample_weights(y: np.ndarray, n_classes: int, sample_weight: np.ndarray | None, balanced: bool) -> np.ndarray:
+    """Each sample's weight in the loss, as a column; `balanced`: every class's total
+    weight the same, after any per-sample weights, with mean 1 (the L2 keeps its meaning)."""
+    n = len(y)
+    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if balanced:
+        totals = np.bincount(y, weights=weight, minlength=n_classes)
+        present = int((totals > 0).sum())
+        weight = weight * (n / present) / totals[y]
+    return weight[:, None]
+
+
 def train_softmax(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, *, steps: int = 3000,
                   tol: float = 1e-6, balanced: bool = BALANCED,
                   sample_weight: np.ndarray | None = None, sparse_from: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -182,12 +194,7 @@ def train_softmax(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, *, st
     onehot = np.zeros((n, n_classes))
     onehot[np.arange(n), y] = 1.0
     xb = np.hstack([x, np.ones((n, 1))])  # bias as a last, unpenalised row
-    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if balanced:  # every class's total weight the same, after any per-sample weights
-        totals = np.bincount(y, weights=weight, minlength=n_classes)
-        present = int((totals > 0).sum())
-        weight = weight * (n / present) / totals[y]  # mean 1: the L2 keeps its meaning
-    weight = weight[:, None]
+    weight = _sample_weights(y, n_classes, sample_weight, balanced)
     lipschitz = 0.5 * float(weight.max()) * float(np.linalg.norm(xb, 2)) ** 2 / n + l2
     step = 1.0 / lipschitz
     penal = np.ones((d + 1, 1))
@@ -222,12 +229,7 @@ def _train_softmax_sparse(x: np.ndarray, y: np.ndarray, n_classes: int, l2: floa
     db = np.hstack([dense - mean_d, np.ones((n, 1))])  # the bias as the dense part's last, unpenalised row
     onehot = np.zeros((n, n_classes))
     onehot[np.arange(n), y] = 1.0
-    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if balanced:
-        totals = np.bincount(y, weights=weight, minlength=n_classes)
-        present = int((totals > 0).sum())
-        weight = weight * (n / present) / totals[y]
-    weight = weight[:, None]
+    weight = _sample_weights(y, n_classes, sample_weight, balanced)
     block_frobenius = float((vals ** 2).sum() - n * (mean_s ** 2).sum())
     lipschitz = 0.5 * float(weight.max()) * (float(np.linalg.norm(db, 2)) ** 2 + max(block_frobenius, 0.0)) / n + l2
     step = 1.0 / lipschitz

@@ -476,14 +476,17 @@ def _check_close_claims(flow, sid, spath, stage, policy, own, before, tools_befo
                 claim, why = "tool", "no tool has run before this stage"
             if claim is None:
                 continue
-            name = w.ladder_stage.name if w.ladder_stage is not None else w.role
-            where = _where_written(flow, spath, own, w.path) if own else spath
-            add(
-                where,
+            _add_close_problem(flow, spath, own, w, add, lambda name: (
                 f"stage {sid!r}: the {name} close says \u201c{sentence}\u201d, but {why}; say what is true here"
-                + ("" if own else ' (give the stage a "ladder" of its own)'),
-                about=w.path,
-            )
+                + ("" if own else ' (give the stage a "ladder" of its own)')))
+
+
+def _add_close_problem(flow, spath, own, wording, add, message) -> None:
+    """Report a close's wording where the designer wrote it; `message(name)` words it
+    with the close's name (its ladder stage's, or its role)."""
+    name = wording.ladder_stage.name if wording.ladder_stage is not None else wording.role
+    where = _where_written(flow, spath, own, wording.path) if own else spath
+    add(where, message(name), about=wording.path)
 
 
 def partial_possible(slot) -> bool:
@@ -510,15 +513,10 @@ def _check_partial_closes(flow, sid, spath, stage, policy, own, add) -> None:
         for sentence in sentences(w.text):
             if not denies_receipt(sentence):
                 continue
-            name = w.ladder_stage.name if w.ladder_stage is not None else w.role
-            where = _where_written(flow, spath, own, w.path) if own else spath
-            add(
-                where,
+            _add_close_problem(flow, spath, own, w, add, lambda name: (
                 f"stage {sid!r}: after part of the value is heard, the {name} close says \u201c{sentence}\u201d, "
                 f"which claims nothing was received; give the ladder a {field!r} that says part of it came "
-                f"(\u201cI only got part of {{slot}}\u201d)",
-                about=w.path,
-            )
+                f"(\u201cI only got part of {{slot}}\u201d)"))
             break
 
 

@@ -297,45 +297,71 @@ class LexicalMatcher:
         self._exact: dict[str, int] = {}  # an example's words -> its first index: ratio 1.0, nothing beats it
         for i, (_, example) in enumerate(self._examples):
             self._exact.setdefault(example, i)
+        # every example's character counts, for SequenceMatcher.quick_ratio's bound of all
+        # of them at once (numpy imported here: the rest of the ladder does without it)
+        import numpy as np
+
+        self._np = np
+        self._alphabet = {c: k for k, c in enumerate(sorted({c for _, e in self._examples for c in e}))}
+        counts = np.zeros((len(self._examples), len(self._alphabet)), dtype=np.int32)
+        for i, (_, example) in enumerate(self._examples):
+            for c in example:
+                counts[i, self._alphabet[c]] += 1
+        self._counts = counts
+        self._lengths = np.array([len(e) for _, e in self._examples], dtype=np.int64)
 
     def scores(self, text: str) -> dict[str, float]:
         said = " ".join(words(text))
         best: dict[str, float] = {}
-        for name, matcher in self._matchers:
-            matcher.set_seq1(said)
+        for (name, matcher), bound in zip(self._matchers, self._bounds(said), strict=True):
             so_far = best.get(name, -1.0)
             # upper bounds first: an example that cannot beat the intent's best is skipped
-            if matcher.real_quick_ratio() > so_far and matcher.quick_ratio() > so_far:
+            if bound > so_far or so_far < 0:
+                matcher.set_seq1(said)
                 best[name] = max(so_far, matcher.ratio())
-            else:
-                best.setdefault(name, so_far if so_far >= 0 else matcher.ratio())
         return best
+
+    def _bounds(self, said: str) -> list[float]:
+        """SequenceMatcher(None, said, example).quick_ratio() of every example, the same
+        floats (2 * shared characters / total length), each at least the example's ratio."""
+        np = self._np
+        mine = np.zeros(len(self._alphabet), dtype=np.int32)
+        for c in said:
+            k = self._alphabet.get(c)
+            if k is not None:
+                mine[k] += 1
+        shared = np.minimum(self._counts, mine).sum(axis=1)
+        total = self._lengths + len(said)
+        return [2.0 * m / t if t else 1.0 for m, t in zip(shared.tolist(), total.tolist(), strict=True)]
 
     def match(self, text: str) -> tuple[str | None, float]:
         """The best intent and its score, or (None, score) below the threshold: unclear.
 
         The best over all examples, the first in the flow's order on a tie (as max over
-        `scores` has it). Examples closest in length are tried first, so the best is
-        found early and most others are skipped on their upper bounds."""
+        `scores` has it), found by branch and bound on quick_ratio's upper bounds,
+        computed for all examples at once."""
         said = " ".join(words(text))
         if said in self._exact:
             return self._matchers[self._exact[said]][0], 1.0
-        order = sorted(range(len(self._matchers)), key=lambda i: abs(len(self._examples[i][1]) - len(said)))
+        if not self._matchers:
+            return None, 0.0
+        bounds = self._bounds(said)
+        # branch and bound: the examples in falling order of their bound, so the best is
+        # met early and the search stops where no bound can beat it
+        order = sorted(range(len(bounds)), key=lambda i: (-bounds[i], i))
         best, score = -1, -1.0
         for i in order:
+            bound = bounds[i]
+            if bound < score:
+                break
+            # an example wins only with a higher ratio, or an equal one earlier in the flow
+            if bound == score and i > best:
+                continue
             matcher = self._matchers[i][1]
             matcher.set_seq1(said)
-            # an example wins only with a higher ratio, or an equal one earlier in the flow
-            if not (matcher.real_quick_ratio() > score or (i < best and matcher.real_quick_ratio() == score)):
-                continue
-            bound = matcher.quick_ratio()
-            if not (bound > score or (i < best and bound == score)):
-                continue
             ratio = matcher.ratio()
             if ratio > score or (ratio == score and i < best):
                 best, score = i, ratio
-        if best < 0:
-            return None, 0.0
         name = self._matchers[best][0]
         return (name if score >= self.threshold else None), round(score, 3)
 
