@@ -93,3 +93,43 @@ def test_turned_off_it_writes_nothing(monkeypatch, tmp_path):
     fresh_classifier(INTENTS, encoder)
     assert len(encoder.embedded) == 2 * len(set(ic.training_set(INTENTS)[1]))
     assert list(tmp_path.rglob("*.npz")) == []
+
+
+def test_a_build_waits_for_another_building_the_same_entry_then_loads_it(monkeypatch, tmp_path):
+    import threading
+
+    monkeypatch.setenv("LULL_CACHE_DIR", str(tmp_path / "cache"))
+    got, done = {}, threading.Event()
+
+    def other():
+        with disk_cache.building("entry"):
+            got["entry"] = disk_cache.load("entry")
+        done.set()
+
+    with disk_cache.building("entry"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert not done.wait(0.3)  # held here: the other waits
+        disk_cache.save("entry", a=np.arange(2.0))
+    thread.join(10)
+    assert got["entry"]["a"].tolist() == [0.0, 1.0]  # it found what was built, instead of building it
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["entry.npz"]  # no lock file left
+
+
+def test_a_classifier_another_process_is_training_is_loaded_when_it_is_done_not_trained_again(monkeypatch, tmp_path):
+    import threading
+
+    encoder = CountingEncoder()
+    monkeypatch.setenv("LULL_CACHE_DIR", str(tmp_path / "first"))
+    name = fresh_classifier(INTENTS, encoder)._disk_name  # what the entry is called
+    monkeypatch.setenv("LULL_CACHE_DIR", str(tmp_path / "second"))
+    built = {}
+    with disk_cache.building(name):  # "another process" is training it
+        thread = threading.Thread(target=lambda: built.setdefault("m", fresh_classifier(INTENTS, CountingEncoder())))
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive()  # waiting, not training
+        names = 3  # two intents and none
+        disk_cache.save(name, weights=np.zeros((encoder.model.embed(["x"]).shape[1], names)), biases=np.full(names, 7.0))
+    thread.join(60)
+    assert built["m"].model.biases.tolist() == [7.0, 7.0, 7.0]  # the other's model, loaded

@@ -18,6 +18,9 @@ import json
 import logging
 import os
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +77,53 @@ def save(name: str, **arrays: np.ndarray) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+# how long a process waits for another that is computing the same entry before it
+# computes the entry itself (a process that died releases its lock at once)
+BUILD_WAIT_S = 120.0
+
+
+@contextmanager
+def building(name: str | None) -> Iterator[None]:
+    """Hold the entry `name`'s build lock while computing it: two processes that need the
+    same classifier at once (two consoles on one flow, a test run's workers) train it
+    once, the second loading what the first saved. An advisory lock (flock) on a file
+    beside the entry, removed once the entry is saved; no cache, no lock support or an
+    unwritable folder: no lock."""
+    folder = cache_dir()
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: each process computes its own
+        fcntl = None
+    if name is None or folder is None or fcntl is None:
+        yield
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / f".{name}.lock", "a")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield
+        return
+    with handle:
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    log.info("cache entry %s: still being built elsewhere after %.0f s; building it here", name, BUILD_WAIT_S)
+                    break
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            # the entry is there (built here or by the other): its lock file goes, so
+            # the cache holds entries only; a racing process at worst builds it again
+            if (folder / f"{name}.npz").exists():
+                Path(handle.name).unlink(missing_ok=True)
+        # the lock itself goes with the file when it closes
 
 
 class VectorStore:

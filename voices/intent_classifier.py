@@ -483,10 +483,13 @@ class ClassifierMatcher:
             said = [normalise(t) for t in texts]
             model = self._stored_model(featuriser, names, said, labels, l2, own)
             if model is None and len(names) > 1:
-                features = featuriser(said, cache=True)
-                sparse_from = features.shape[1] - LEXICAL_DIM if featuriser.lexical else None
-                model = fit(features, labels, names, l2, emphasis(texts, labels, own), sparse_from)
-                self._store_model(model)
+                with disk_cache.building(self._disk_name):  # another process training it: wait, then load
+                    model = self._stored_model(featuriser, names, said, labels, l2, own)
+                    if model is None:
+                        features = featuriser(said, cache=True)
+                        sparse_from = features.shape[1] - LEXICAL_DIM if featuriser.lexical else None
+                        model = fit(features, labels, names, l2, emphasis(texts, labels, own), sparse_from)
+                        self._store_model(model)
             with _cache_lock:
                 _model_cache[key] = model
         self.model = model

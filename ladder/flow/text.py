@@ -7,6 +7,8 @@ embeddings (voices); the slot parsers and the verbatim check are the same everyw
 from __future__ import annotations
 
 import re
+import sys
+from array import array
 from difflib import SequenceMatcher
 
 VERBATIM_MIN_SIMILARITY = 0.9
@@ -280,6 +282,17 @@ def verbatim_passes(played: str, required: str) -> bool:
     return word_similarity(played, required) >= VERBATIM_MIN_SIMILARITY
 
 
+def _pack(values: list[int]) -> int:
+    """Non-negative integers below 2**16 as one integer, 16 bits each, the first lowest."""
+    return int.from_bytes(array("H", values).tobytes() if sys.byteorder == "little" else _swapped(values), "little")
+
+
+def _swapped(values: list[int]) -> bytes:
+    packed = array("H", values)
+    packed.byteswap()
+    return packed.tobytes()
+
+
 class LexicalMatcher:
     """Intent by the closest example phrase (character-level ratio of the word lists).
 
@@ -297,18 +310,19 @@ class LexicalMatcher:
         self._exact: dict[str, int] = {}  # an example's words -> its first index: ratio 1.0, nothing beats it
         for i, (_, example) in enumerate(self._examples):
             self._exact.setdefault(example, i)
-        # every example's character counts, for SequenceMatcher.quick_ratio's bound of all
-        # of them at once (numpy imported here: the rest of the ladder does without it)
-        import numpy as np
-
-        self._np = np
-        self._alphabet = {c: k for k, c in enumerate(sorted({c for _, e in self._examples for c in e}))}
-        counts = np.zeros((len(self._examples), len(self._alphabet)), dtype=np.int32)
+        # SequenceMatcher.quick_ratio of every example at once: per character c and count
+        # k, one integer packs min(k, count of c) of every example in a 16-bit field, so a
+        # turn's shared-character counts are a few big-integer sums (pure Python: the
+        # ladder does without numpy)
+        n = len(self._examples)
+        per_char: dict[str, list[int]] = {}
         for i, (_, example) in enumerate(self._examples):
             for c in example:
-                counts[i, self._alphabet[c]] += 1
-        self._counts = counts
-        self._lengths = np.array([len(e) for _, e in self._examples], dtype=np.int64)
+                per_char.setdefault(c, [0] * n)[i] += 1
+        self._packed: dict[str, list[int]] = {}
+        for c, counts in per_char.items():
+            self._packed[c] = [_pack([min(k, x) for x in counts]) for k in range(1, max(counts) + 1)]
+        self._lengths = [len(e) for _, e in self._examples]
 
     def scores(self, text: str) -> dict[str, float]:
         said = " ".join(words(text))
@@ -324,15 +338,17 @@ class LexicalMatcher:
     def _bounds(self, said: str) -> list[float]:
         """SequenceMatcher(None, said, example).quick_ratio() of every example, the same
         floats (2 * shared characters / total length), each at least the example's ratio."""
-        np = self._np
-        mine = np.zeros(len(self._alphabet), dtype=np.int32)
-        for c in said:
-            k = self._alphabet.get(c)
-            if k is not None:
-                mine[k] += 1
-        shared = np.minimum(self._counts, mine).sum(axis=1)
-        total = self._lengths + len(said)
-        return [2.0 * m / t if t else 1.0 for m, t in zip(shared.tolist(), total.tolist(), strict=True)]
+        shared = 0
+        for c in set(said):
+            packed = self._packed.get(c)
+            if packed is not None:
+                shared += packed[min(said.count(c), len(packed)) - 1]
+        n = len(self._lengths)
+        counts = array("H", shared.to_bytes(2 * n, "little")) if n else array("H")
+        if sys.byteorder != "little":
+            counts.byteswap()
+        said_length = len(said)
+        return [2.0 * m / (t + said_length) if t + said_length else 1.0 for m, t in zip(counts, self._lengths, strict=True)]
 
     def match(self, text: str) -> tuple[str | None, float]:
         """The best intent and its score, or (None, score) below the threshold: unclear.
