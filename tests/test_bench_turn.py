@@ -1,7 +1,7 @@
 """`lull bench turn` on a short call with the real models: every caller turn is answered
 once, each perceived gap belongs to the turn it measures, and the figures are there."""
 
-from voices.backends.turn_bench import CALLER, HOLD_MS, run_turn_bench
+from voices.turn_bench import CALLER, HOLD_MS, run_turn_bench
 
 
 def test_three_turns_an_answer_words_that_fill_nothing_and_an_answer():

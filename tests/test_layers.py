@@ -5,7 +5,10 @@
   gives the piece a home of its own);
 - nothing below the console imports the console's frameworks (textual, typer, rich);
 - a live call can be run without the console: importing sessions.live and
-  voices.backends loads no console, textual or typer module.
+  voices.backends loads no console, textual or typer module;
+- Lull's own live call does not reach into a framework's: nothing in voices.backends
+  imports a framework adapter (voices.pipecat, voices.livekit); what runs both side
+  by side (`lull bench turn`) sits above them.
 
 Imports under `if TYPE_CHECKING:` count: a circle a type checker follows is still a
 circle a reader has to untangle.
@@ -73,9 +76,21 @@ def test_nothing_below_the_console_imports_its_frameworks(graph, framework):
     assert offenders == [], f"{framework} is the console's; imported by {offenders}"
 
 
+ADAPTERS = ("voices.pipecat", "voices.livekit")
+
+
+def test_the_live_calls_room_imports_no_framework_adapter(graph):
+    backends = {m for m in own_modules(graph) if m == "voices.backends" or m.startswith("voices.backends.")}
+    reaching = sorted(
+        f"{m} -> {i}" for m in backends for i in graph.find_modules_directly_imported_by(m)
+        if any(i == a or i.startswith(a + ".") for a in ADAPTERS)
+    )
+    assert reaching == [], "voices.backends imports a framework adapter: " + "; ".join(reaching)
+
+
 def test_a_live_call_runs_without_the_console():
     code = (
-        "import sys, sessions.live, sessions.live_incidents, voices.backends, voices.backends.turn_bench, sessions.bench\n"
+        "import sys, sessions.live, sessions.live_incidents, voices.backends, voices.turn_bench, sessions.bench\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('console', 'textual', 'typer'))\n"
         "print(' '.join(bad))\n"
     )

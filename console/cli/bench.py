@@ -31,7 +31,7 @@ def bench_turn(
       lull bench turn --turns 8
       lull bench turn --backend pipecat --no-echo
     """
-    from voices.backends.turn_bench import run_turn_bench
+    from voices.turn_bench import run_turn_bench
 
     if backend not in ("file", "pipecat"):
         fail(f"--backend {backend}: expected file or pipecat")

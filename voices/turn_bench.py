@@ -23,7 +23,7 @@ import numpy as np
 
 from voices.stt import SHORT_ANSWER_DECODE
 
-from .recorded_wait import gaps_from_audio, speech_end_s
+from voices.backends.recorded_wait import gaps_from_audio, speech_end_s
 
 # The bench's caller, turn by turn: what is said (words, and a float for a pause inside
 # the turn) and what it is. "answer": a value that completes the pending slot, so the
@@ -82,8 +82,8 @@ def run_turn_bench(turns: int = 8, echo: bool = True, pipecat: bool = False) -> 
     from sessions.live import LiveSession
     from voices.stt import resample
 
-    from .file import FileBackend
-    from .voice import VoiceModels
+    from voices.backends.file import FileBackend
+    from voices.backends.voice import VoiceModels
 
     turns = max(1, min(turns, len(CALLER)))
     while CALLER[turns - 1][1] != "answer":  # the call ends on an answer (its last stage)
@@ -167,7 +167,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, pipecat: bool = False) -> 
 
             pipecat_run = run_pipecat_turns(models, wav, _flow(turns), ends_s, timeout_s=t + 30)
         if echo:  # the same turns through a simulated room echo, AEC off beside on
-            from .echo_bench import run_echo_path
+            from voices.backends.echo_bench import run_echo_path
 
             echo_path = run_echo_path(models, wav, lambda: _flow(turns), timeout_s=t + 30)
 
