@@ -23,6 +23,9 @@ from sessions.flowfiles import check_data
 LADDER_TEXTS = (
     "acknowledgement", "still_waiting", "partial_reminder", "hold_check_in", "filler", "reprompt", "channel_recovery", "close_failed_input", "close_pending",
     "close_deadline", "close_tool_failed", "route_unavailable", "routes_available",
+    # said once part of the value was heard (ladder_defaults 3); None under older defaults,
+    # which said nothing of their own then: no item to edit
+    "partial_slot", "partial_close", "partial_close_deadline",
 )
 
 
@@ -75,7 +78,8 @@ def prompt_items(flow: CompiledFlow) -> list[PromptItem]:
                 PromptItem(f"ladder:{stage.name}", f"ladder {stage.name}", ("ladder", "stages", i, "prompt"), stage.prompt, stage.wait_ms)
             )
     for name in LADDER_TEXTS:
-        items.append(PromptItem(f"ladder:{name}", f"ladder {name.replace('_', ' ')}", ("ladder", name), getattr(policy, name), None))
+        if isinstance(getattr(policy, name), str):
+            items.append(PromptItem(f"ladder:{name}", f"ladder {name.replace('_', ' ')}", ("ladder", name), getattr(policy, name), None))
     items += _question_ladder_items(flow)
     for i, stage in enumerate(policy.stages):
         items.append(
@@ -190,7 +194,7 @@ def original_texts(document: dict, name: str | None = None) -> tuple[dict[str, s
             shipped = {i.key: i.text for i in prompt_items(shipped_flow)}
     if not shipped and file_flow is not None:
         defaults = LadderPolicy()
-        shipped = {f"ladder:{n}": getattr(defaults, n) for n in LADDER_TEXTS}
+        shipped = {f"ladder:{n}": getattr(defaults, n) for n in LADDER_TEXTS if isinstance(getattr(defaults, n), str)}
         shipped |= {f"bound:{n}": ms_text(getattr(defaults, n)) for n, _ in LADDER_BOUNDS}
     return in_file, shipped
 

@@ -175,6 +175,43 @@ def test_every_prompt_of_the_flow_is_editable():
 
 
 @run_async
+async def test_the_close_said_after_half_an_answer_is_editable_and_the_edit_is_what_the_caller_hears(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await to_question(app, backend, clock, pilot)
+        await pilot.press("f2")
+        await pilot.pause()
+        editor = app.screen
+        keys = {i.key for i in editor.items}
+        assert {"ladder:partial_slot", "ladder:partial_close", "ladder:partial_close_deadline"} <= keys
+        editor.select(next(i for i in editor.items if i.key == "ladder:partial_close"))
+        editor.query_one("#prompt-text").text = "I only have the start of {slot}. Nothing has changed; call us back."
+        await pilot.pause()
+        await pilot.press("f5")  # apply to the running call
+        await pilot.press("f1")
+        backend.say("two nine")  # half a code, then nothing
+        await pilot.pause()
+        for _ in range(40):
+            if app.session.runtime.ladder.state.value in ("closed", "closing") or any(
+                    p.kind == "close" for p in backend.spoken):
+                break
+            play_out(app, backend, clock)
+            wait(app, clock, 0.45)
+            await pilot.pause()
+        said = [p.text for p in backend.spoken]
+        assert said[-1] == "I only have the start of your reference code. Nothing has changed; call us back.", said
+        assert not any("haven't received" in t for t in said), said
+
+
+def test_a_journal_recorded_under_older_defaults_has_no_partial_wording_to_edit():
+    from ladder.flow.compile import compile_flow
+
+    flow = compile_flow(compile_data(quick_flow_data()).spec, ladder_defaults=2)  # as its replay compiles it
+    keys = {item.key for item in prompt_items(flow)}
+    assert "ladder:acknowledgement" in keys and not {k for k in keys if k.startswith("ladder:partial_")} - {"ladder:partial_reminder"}
+
+
+@run_async
 async def test_quitting_closes_the_journal(tmp_path):
     app, backend, clock = make_app(tmp_path, journal=True)
     async with app.run_test(size=SIZE) as pilot:
