@@ -265,7 +265,7 @@ CLOSE_TEXT_FIELDS = ("close_failed_input", "close_pending", "close_tool_failed",
 # fields added after journals were first written, whose default changes what a policy
 # does: a recorded policy without them did what these values do (replay reads it so)
 ABSENT_FROM_OLD_POLICIES = {"still_waiting_ms": None, "partial_slot": None, "partial_close": None,
-                            "partial_close_deadline": None}
+                            "partial_close_deadline": None, "route_answers_turn": False}
 
 
 class LadderPolicy(_Frozen):
@@ -289,6 +289,10 @@ class LadderPolicy(_Frozen):
     recovery_ms: PositiveFloat = 8_000  # channel recovery before a safe close (L9)
     filler_after_ms: PositiveFloat = 1_500  # tool wait before the filler cue (L10)
     watchdog_ms: PositiveFloat = 4_000  # missing-response watchdog (W2)
+    # a route the caller took is the response to their turn: the watchdog stands down
+    # (a hand-off has no words of Lull's to follow it; "Sorry, I missed that" to a caller
+    # being transferred is untrue). False: policies recorded before this field reprompted.
+    route_answers_turn: bool = True
     completion_grace_ms: PositiveFloat = 1_500  # estimate + grace before "missing"
     ms_per_word: PositiveFloat = 380  # prompt duration estimate before PromptSent
     max_wait_records: int = Field(default=32, ge=1)  # W6: bounded pending records

@@ -276,6 +276,8 @@ class Turns:
             route = self.policy.route(event.route or "")
             assert route is not None
             self._emit(RouteTaken(route.id, ep.question))
+            if self.policy.route_answers_turn:
+                self._satisfy_watchdog("route_taken")
             outcome: Outcome = "handed_off" if route.handoff else "route_taken"
             self._end_episode(outcome, f"route_{route.id}")
         else:

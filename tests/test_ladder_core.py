@@ -260,6 +260,22 @@ def test_only_available_routes_are_offered_and_availability_changes_live():
     assert call.c.episodes[0].outcome == "handed_off"
 
 
+@pytest.mark.parametrize("route_answers_turn", [True, False])
+def test_a_caller_handed_off_is_not_told_they_were_missed(route_answers_turn):
+    # the caller's turn closed, then was read as an available hand-off: the route is the
+    # response, so the missing-response watchdog stands down; a policy recorded before
+    # `route_answers_turn` (replay) reprompted 4 s later, as it did then
+    routes = (Route(id="adviser", label="an adviser", handoff=True),)
+    stages = (Stage(name="quiet_wait", wait_ms=10_000), Stage(name="safe_close", wait_ms=10, prompt="Bye.", closes=True))
+    call = Call(seed_policy(stages=stages, routes=routes, route_answers_turn=route_answers_turn))
+    call.send(PlaybackCompleted(call.ask(0)), 0)
+    call.say("route", 100, route="adviser")
+    assert call.c.episodes[0].outcome == "handed_off"
+    later = call.fire_due(100 + call.c.policy.watchdog_ms + 10)
+    reprompts = [p.text for p in call.prompts(later) if p.kind == "reprompt"]
+    assert reprompts == ([] if route_answers_turn else ["Sorry, I missed that. Could you say it again?"])
+
+
 def test_speech_over_an_uninterruptible_prompt_does_not_cut_it():
     stages = (
         Stage(name="quiet_wait", wait_ms=10),

@@ -213,3 +213,36 @@ def test_an_offer_that_names_a_switched_off_route_is_warned_and_the_advice_works
     assert warned, _warnings(_check(doc))
     next(r for r in doc["routes"] if r["id"] == "email")["offer"] = "you can email us once you know"
     assert not [w for w in _warnings(_check(doc)) if "names route 'office'" in w]
+
+
+# -- a caller who asks for a person, on every flow of the team's own ---------------
+
+
+@pytest.mark.parametrize("path", sorted(YARDSTICK.glob("*.json")), ids=lambda p: p.stem)
+def test_a_caller_asking_for_a_person_reaches_the_person_route_and_hears_only_what_is_true(path):
+    # on the virtual clock with the simulator's matcher: whatever shape the person route
+    # has (a hand-off, a goto to a stage that passes the caller on, switched off), the
+    # caller reaches it or is told truly that it is not on this call, and is never told
+    # afterwards that they were not heard
+    from sessions.scenarios import Scenario, Simulation, load_flow
+
+    flow = load_flow(str(path))
+    person = next(r for r, reading in flow.route_roles.items() if reading.role == "person")
+    route = next(r for r in flow.ladder.routes if r.id == person)
+    scenario = Scenario.model_validate({
+        "schema": 1, "name": path.stem, "title": "a caller asks for a person", "flow": str(path),
+        "steps": [{"say": "can I speak to a real person"}, {"silence_ms": 20_000}, {"expect": {}}]})
+    sim = Simulation(scenario, flow)
+    sim.run()
+    records = sim.journal()
+    said = [(r["kind"], r["text"]) for r in records if r.get("effect") == "RequestPrompt"]
+    heard = next(r for r in records if r.get("kind") == "caller_utterance" and "event" in r)
+    assert heard["event"]["intent"] == f"route:{person}", (heard, said)
+    taken = [r["route"] for r in records if r.get("effect") == "RouteTaken"]
+    after = said[next(i for i, (k, _) in enumerate(said) if k == "question") + 1:]
+    if route.available:
+        assert taken == [person], said
+        assert all(kind != "reprompt" for kind, _ in after), after  # no "Sorry, I missed that"
+    else:
+        assert taken == [] and after[0][0] == "route_unavailable", after
+        assert "can't" in after[0][1] and route.label.split()[-1] in after[0][1], after

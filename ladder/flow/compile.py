@@ -89,8 +89,10 @@ def stage_timing(stage: StageSpec) -> Timing | None:
 # the defaults they were recorded with (a header without `ladder_defaults`: 1).
 LADDER_DEFAULTS = 3
 KNOWN_LADDER_DEFAULTS = (1, 2, 3)
-# what version 2 did where version 3 adds wording: no partial-answer closes
-LADDER_DEFAULTS_V2 = {"partial_slot": None, "partial_close": None, "partial_close_deadline": None}
+# what version 2 did where version 3 adds wording or behaviour: no partial-answer closes;
+# the watchdog reprompted after a route was taken
+LADDER_DEFAULTS_V2 = {"partial_slot": None, "partial_close": None, "partial_close_deadline": None,
+                      "route_answers_turn": False}
 LADDER_DEFAULTS_V1 = {
     "stages": [
         {"name": "quiet_wait", "wait_ms": 8000},
