@@ -115,20 +115,27 @@ async def test_a_duplicate_timer_shows_as_rejected_with_its_reason(tmp_path):
         assert [p.kind for p in backend.spoken].count("reminder") == 1
 
 
+async def edit_and_apply(app, pilot, key, text) -> set[str]:
+    """On the prompts screen (F2), write `text` for the item `key`, apply it to the
+    running call (F5) and go back (F1); the keys the screen listed."""
+    await pilot.press("f2")
+    await pilot.pause()
+    editor = app.screen
+    keys = {i.key for i in editor.items}
+    editor.select(next(i for i in editor.items if i.key == key))
+    editor.query_one("#prompt-text").text = text
+    await pilot.pause()
+    await pilot.press("f5")
+    await pilot.press("f1")
+    return keys
+
+
 @run_async
 async def test_an_applied_edit_changes_the_next_spoken_prompt(tmp_path):
     app, backend, clock = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await to_question(app, backend, clock, pilot)
-        await pilot.press("f2")
-        await pilot.pause()
-        editor = app.screen
-        item = next(i for i in editor.items if i.key == "ladder:gentle_check")
-        editor.select(item)
-        editor.query_one("#prompt-text").text = "No rush. Do you need a little longer?"
-        await pilot.pause()
-        await pilot.press("f5")  # apply to the running call
-        await pilot.press("f1")
+        await edit_and_apply(app, pilot, "ladder:gentle_check", "No rush. Do you need a little longer?")
         wait(app, clock, 0.45)
         await pilot.pause()
         assert backend.spoken[-1].kind == "reminder"
@@ -179,16 +186,9 @@ async def test_the_close_said_after_half_an_answer_is_editable_and_the_edit_is_w
     app, backend, clock = make_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await to_question(app, backend, clock, pilot)
-        await pilot.press("f2")
-        await pilot.pause()
-        editor = app.screen
-        keys = {i.key for i in editor.items}
+        keys = await edit_and_apply(app, pilot, "ladder:partial_close",
+                                    "I only have the start of {slot}. Nothing has changed; call us back.")
         assert {"ladder:partial_slot", "ladder:partial_close", "ladder:partial_close_deadline"} <= keys
-        editor.select(next(i for i in editor.items if i.key == "ladder:partial_close"))
-        editor.query_one("#prompt-text").text = "I only have the start of {slot}. Nothing has changed; call us back."
-        await pilot.pause()
-        await pilot.press("f5")  # apply to the running call
-        await pilot.press("f1")
         backend.say("two nine")  # half a code, then nothing
         await pilot.pause()
         for _ in range(40):
