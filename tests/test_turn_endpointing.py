@@ -49,10 +49,12 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     from sessions.live import LiveSession
 
     data = json.loads(library_flow_path("reference_code").read_text())
-    # the decision under test, not the machine's speed: a partial value's hold long enough
-    # that the whole answer's speculative decode lands inside it even on a loaded machine
-    # (with the default 2.5 s a slow decode ends the turn on the hold instead, as it should)
+    # the decisions under test, not the machine's speed: each speculative decode has time
+    # to land on a loaded machine (in CI the first one came after a 900 ms hold, and a
+    # 2.5 s partial-value hold, so the turn ended on the hold, as it should when decoding
+    # is that slow): a 2 s pause inside a 3 s hold, and an 8 s hold once part is heard
     ask_code = next(s for s in data["stages"] if s["id"] == "ask_code")
+    ask_code["timing"]["end_of_speech_ms"] = 3000
     ask_code["timing"]["partial_value_hold_ms"] = 8000
     report = check_data(data, "reference_code")
     quiet = tmp_path / "quiet.wav"
@@ -65,7 +67,7 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
             await session.start()
             await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
             await asyncio.sleep(0.3)
-            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(1.2 * 16000), np.float32), speech(models, "three four zero")]))
+            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(2.0 * 16000), np.float32), speech(models, "three four zero")]))
             await until(lambda: session.runtime.asking == ("main", "confirm_code"))
             # the caller's wait is measured to the reply's first audio: on a busy machine
             # that can come well after the confirmation is asked
@@ -87,7 +89,7 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     assert ("hold_open", "partial_value") in decisions and decisions[-1] == ("end_now", "complete_value"), decisions
     latency = next(r for r in journal.decisions() if r.get("kind") == "turn_latency")
     assert latency["end_of_turn"] == "complete_value" and latency["speculative"] is True
-    # how much of ask_code's 900 ms hold this saves is a figure for `lull bench turn`: on a
+    # how much of a stage hold this saves is a figure for `lull bench turn`: on a
     # loaded machine the speculative decode itself can take longer than the hold
     result = replay(tmp_path / "take")
     assert result.verdict == "CLEAN", result.describe()
