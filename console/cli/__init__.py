@@ -9,7 +9,7 @@ import typer
 from sessions.flowfiles import DEFAULT_FLOW
 
 # importing the modules registers their commands, in the order --help lists them
-from . import rehearse, flows, incidents, sessions, bench, edges  # noqa: F401, I001  # isort: skip
+from . import rehearse, flows, incidents, sessions, corpus, bench, edges  # noqa: F401, I001  # isort: skip
 from ._app import app, reflow_help
 
 

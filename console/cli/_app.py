@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -121,3 +122,25 @@ def check_record_folder(record: Path, names: list[str], what: str) -> None:
         fail(f"--record {record}: {existing} is a file; expected a folder to record into")
     if not os.access(existing, os.W_OK | os.X_OK):
         fail(f"--record {record}: {existing} is not writable")
+
+
+class Progress:
+    """A one-line count on stderr, rewritten in place, only on a terminal (never in a pipe or CI)."""
+
+    def __init__(self, what: str, total: int | None = None) -> None:
+        self.what, self.total = what, total
+        self.shown = sys.stderr.isatty()
+        self._start = time.monotonic()
+
+    def __call__(self, done: int) -> None:
+        if not self.shown:
+            return
+        elapsed = time.monotonic() - self._start
+        of = f"/{self.total}" if self.total else ""
+        rate = f", {done / elapsed:,.0f}/s" if elapsed > 0 else ""
+        sys.stderr.write(f"\r{self.what}: {done}{of}{rate} ")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")

@@ -367,3 +367,84 @@ def sessions_report(
         for sequence, count in metrics.sequences.most_common(12):
             sequences.add_row(plain(sequence), str(count))
         out.print(sequences)
+
+
+@sessions_app.command("timing")
+def sessions_timing(
+    folders: Annotated[list[Path], typer.Argument(help="Session folders, or folders of them.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV, a row per question and ladder stage.")] = False,
+) -> None:
+    """How long callers take: per question and ladder stage, the time from the observed
+    end of what the agent said to the caller's first speech (N, p50, p90, p99, the share
+    past each stage's wait); reminders begun under 1.5 s before the caller spoke;
+    callers closed who had spoken; holds against their budget; and a suggested first
+    wait with what it would change. Callers the call moved on from before they spoke
+    count as censored (Kaplan-Meier), not as fast.
+
+    Examples:
+      lull sessions timing calls/
+      lull sessions timing calls/ --csv > timing.csv
+    """
+    import csv
+
+    from sessions.timing import corpus_timing, csv_rows, summary
+
+    if as_json and as_csv:
+        fail("--json and --csv: choose one output format")
+    for folder in folders:
+        _check_corpus_folder(folder)
+    from ._app import Progress
+
+    progress = Progress("journals read")
+    try:
+        part = corpus_timing(folders, progress=progress)
+    except OSError as exc:
+        fail(f"cannot read the folders: {exc.strerror or exc}")
+    progress.done()
+    if part.sessions == 0 and not part.unreadable:
+        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+    data = summary(part)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    if as_csv:
+        csv.writer(sys.stdout).writerows(csv_rows(data))
+        return
+    out.print(plain(f"{data['sessions']} session(s) of {', '.join(data['flows'])}: response time from the observed "
+                    "end of what was said to the caller's first speech"))
+    for q in data["questions"]:
+        table = Table(title=f"{q['question']}: {q['n']} spoke, {q['censored']} cut off first", title_justify="left")
+        for column in ("from the end of", "wait", "N", "cut off", "p50", "p90", "p99", "past wait", "silent at start"):
+            table.add_column(column)
+
+        def s(ms):
+            return "-" if ms is None else f"{ms / 1000:.1f}s"
+        table.add_row("the question (whole episode)", "", str(q["n"]), str(q["censored"]), s(q["p50_ms"]), s(q["p90_ms"]), s(q["p99_ms"]), "", "")
+        for st in q["stages"]:
+            past = st.get("share_past_wait")
+            silent = st.get("callers_still_silent_when_it_starts")
+            table.add_row(plain(st["stage"]), s(st["wait_ms"]), str(st.get("n", "-")), str(st.get("censored", "-")),
+                          s(st.get("p50_ms")), s(st.get("p90_ms")), s(st.get("p99_ms")),
+                          "-" if past is None else f"{past:.0%}", "-" if silent is None else f"{silent:.0%}")
+        out.print(table)
+        lines = [f"  reminders: {q['reminders']}, of which begun under 1.5 s before the caller spoke: {q['reminders_too_early']}",
+                 f"  closes: {q['closes']}, of callers who had spoken: {q['closed_after_speaking']}"
+                 + (f" ({', '.join(q['closed_after_speaking_sessions'])})" if q["closed_after_speaking_sessions"] else "")]
+        sug = q["suggestion"]
+        if sug and sug.get("wait_ms") is not None:
+            lines.append(f"  suggested {sug['stage']} wait: {sug['wait_ms'] / 1000:.1f}s (now {sug['current_wait_ms'] / 1000:.1f}s): "
+                         f"callers reminded before they speak {sug['reminded_before_speaking_now']:.0%} -> "
+                         f"{sug['reminded_before_speaking_then']:.0%}; a silent caller waits "
+                         f"{sug['silent_callers_wait_longer_ms'] / 1000:+.1f}s for the next stage")
+        elif sug:
+            lines.append(f"  no suggested {sug['stage']} wait: {sug['why']}")
+        for line in lines:
+            out.print(plain(line))
+    h = data["holds"]
+    if h["n"]:
+        out.print(plain(f"holds: {h['n']} (p50 {h['p50_ms'] / 1000:.1f}s, p90 {h['p90_ms'] / 1000:.1f}s); "
+                        f"{h['past_hold_ms']} past the hold of {h['hold_ms'] / 1000:.0f}s; "
+                        f"{h['episodes_past_budget']} of {h['episodes_with_holds']} episode(s) with holds past the budget of {h['budget_ms'] / 1000:.0f}s"))
+    if data["unreadable"]:
+        print_text((f"{len(data['unreadable'])} journal(s) not wholly read: {', '.join(data['unreadable'][:10])}", "yellow"))

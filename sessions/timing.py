@@ -1,0 +1,411 @@
+"""How long callers take (S9): response times per question and ladder stage.
+
+A caller's response time is measured from the observed end of what the agent said
+(the prompt's playback_completed, not its request) to the caller's first speech
+(turn_started). Callers the call moved on from before they spoke (a reminder's next
+stage, a close, a hang-up) did not answer within the window: their times are
+right-censored, and the quantiles are Kaplan-Meier estimates, so slow callers cut
+off by the ladder do not pull the median down. With no censoring the estimate is the
+plain sample quantile.
+
+Per journal the reader keeps only numbers (sessions.timing.TimingPart); parts merge,
+so a corpus is read on every core and the result does not depend on the split.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from .journal import JournalError, JournalScan, iter_records
+from .metrics import session_folders
+
+TOO_EARLY_MS = 1500.0  # a reminder begun this close before the caller spoke came too early
+QUESTION = "question"  # the stage label of the question itself (the ladder's first, quiet wait)
+_LABELS = {"question": QUESTION, "restate": QUESTION, "reprompt": "reprompt", "acknowledgement": "hold",
+           "still_waiting": "hold", "close": "safe_close"}
+
+
+@dataclass
+class Samples:
+    """Response times: observed (the caller spoke) and censored (cut off before)."""
+
+    spoke: list[float] = field(default_factory=list)
+    censored: list[float] = field(default_factory=list)
+
+    def add(self, other: Samples) -> None:
+        self.spoke += other.spoke
+        self.censored += other.censored
+
+    def survival(self) -> Callable[[float], float]:
+        """S(t), the Kaplan-Meier share still silent t ms after the prompt ended."""
+        steps = _km_steps(self.spoke, self.censored)
+
+        def at(t: float) -> float:
+            s = 1.0
+            for time, value in steps:
+                if time > t:
+                    break
+                s = value
+            return s
+        return at
+
+    def quantile(self, q: float) -> float | None:
+        """The time by which a share q has spoken (None: the corpus never gets there)."""
+        for time, value in _km_steps(self.spoke, self.censored):
+            if value <= 1 - q + 1e-12:
+                return time
+        return None
+
+
+def _km_steps(spoke: list[float], censored: list[float]) -> list[tuple[float, float]]:
+    events = sorted([(t, 1) for t in spoke] + [(t, 0) for t in censored], key=lambda e: (e[0], -e[1]))
+    at_risk = len(events)
+    s, steps, i = 1.0, [], 0
+    while i < len(events):
+        t = events[i][0]
+        deaths = removed = 0
+        while i < len(events) and events[i][0] == t:
+            deaths += events[i][1]
+            removed += 1
+            i += 1
+        if deaths:
+            s *= 1 - deaths / at_risk
+            steps.append((t, s))
+        at_risk -= removed
+    return steps
+
+
+@dataclass
+class TimingPart:
+    """What one journal (or many, merged) says about response times."""
+
+    sessions: int = 0
+    unreadable: list[str] = field(default_factory=list)
+    flows: set[str] = field(default_factory=set)
+    # question -> samples from the question's end to the first speech of its episode
+    questions: dict[str, Samples] = field(default_factory=dict)
+    # (question, ladder stage) -> samples from that stage's prompt end to the next speech
+    stages: dict[tuple[str, str], Samples] = field(default_factory=dict)
+    # (question, ladder stage) -> ms from the question's end to the stage's prompt request
+    stage_offsets: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    spoke_over_question: dict[str, int] = field(default_factory=dict)
+    reminders: dict[str, int] = field(default_factory=dict)
+    too_early: dict[str, int] = field(default_factory=dict)
+    closes: dict[str, int] = field(default_factory=dict)
+    closed_after_speaking: dict[str, list[str]] = field(default_factory=dict)  # question -> sessions
+    holds: list[float] = field(default_factory=list)  # each hold's length
+    hold_totals: list[float] = field(default_factory=list)  # all holds of an episode
+    hold_ms: list[float] = field(default_factory=list)  # the policy's hold and budget, per episode
+    hold_budget_ms: list[float] = field(default_factory=list)
+    waits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # question -> ladder stages
+
+    def add(self, other: TimingPart) -> None:
+        self.sessions += other.sessions
+        self.unreadable += other.unreadable
+        self.flows |= other.flows
+        for key, samples in other.questions.items():
+            self.questions.setdefault(key, Samples()).add(samples)
+        for key, samples in other.stages.items():
+            self.stages.setdefault(key, Samples()).add(samples)
+        for key, offsets in other.stage_offsets.items():
+            self.stage_offsets.setdefault(key, []).extend(offsets)
+        for name in ("spoke_over_question", "reminders", "too_early", "closes"):
+            mine = getattr(self, name)
+            for key, n in getattr(other, name).items():
+                mine[key] = mine.get(key, 0) + n
+        for key, names in other.closed_after_speaking.items():
+            self.closed_after_speaking.setdefault(key, []).extend(names)
+        self.holds += other.holds
+        self.hold_totals += other.hold_totals
+        self.hold_ms += other.hold_ms
+        self.hold_budget_ms += other.hold_budget_ms
+        for key, waits in other.waits.items():
+            self.waits.setdefault(key, waits)
+
+
+class _Episode:
+    def __init__(self, question: str) -> None:
+        self.question = question
+        self.question_end: float | None = None
+        self.spoke = False
+        self.last_end: tuple[float, str] | None = None  # (t, stage label) awaiting speech
+        self.last_reminder: float | None = None
+        self.held_since: float | None = None
+        self.held_total = 0.0
+
+
+def _waits(header: dict) -> Callable[[str], list[tuple[str, float]]]:
+    """question -> its ladder stages and their waits, from the flow in the header."""
+    policy = header.get("ladder_policy") or {}
+    default = [(s.get("name"), float(s.get("wait_ms", 0))) for s in policy.get("stages", []) if isinstance(s, dict)]
+    per_stage: dict[str, Any] = {}
+    document = header.get("flow_document")
+    if isinstance(document, dict):
+        for stage in document.get("stages", []):
+            if isinstance(stage, dict) and isinstance(stage.get("ladder"), dict) and "stages" in stage["ladder"]:
+                per_stage[stage.get("id")] = [(s.get("name"), float(s.get("wait_ms", 0)))
+                                              for s in stage["ladder"]["stages"] if isinstance(s, dict)]
+            timing = stage.get("timing") if isinstance(stage, dict) else None
+            if isinstance(timing, dict) and timing.get("reprompt_after_ms") and default:
+                first = (default[0][0], float(timing["reprompt_after_ms"]))
+                per_stage.setdefault(stage.get("id"), [first, *default[1:]])
+    return lambda question: per_stage.get(question, default)
+
+
+def journal_timing(folder: Path) -> TimingPart:
+    """The response times one journal holds (a damaged journal: what it holds, and named)."""
+    part = TimingPart()
+    scan = JournalScan()
+    name = folder.name
+    episodes: dict[Any, _Episode] = {}
+    current: _Episode | None = None
+    prompts: dict[int, tuple[str, str | None, str | None]] = {}  # token -> kind, ladder stage, question
+    try:
+        records = iter_records(folder, scan)
+        first = next(records, None)
+    except JournalError:
+        part.unreadable.append(str(folder))
+        return part
+    header = scan.header or {}
+    part.sessions = 1
+    part.flows.add(str(header.get("flow", "?")))
+    waits_for = _waits(header)
+    policy = header.get("ladder_policy") or {}
+    last_t = 0.0
+
+    def censor(ep: _Episode, t: float) -> None:
+        if not ep.spoke and ep.question_end is not None:
+            part.questions.setdefault(ep.question, Samples()).censored.append(max(0.0, t - ep.question_end))
+        if ep.last_end is not None:
+            end_t, label = ep.last_end
+            part.stages.setdefault((ep.question, label), Samples()).censored.append(max(0.0, t - end_t))
+            ep.last_end = None
+        if ep.held_since is not None:
+            part.holds.append(t - ep.held_since)
+            ep.held_total += t - ep.held_since
+            ep.held_since = None
+
+    def close(ep: _Episode, t: float) -> None:
+        censor(ep, t)
+        if ep.held_total:
+            part.hold_totals.append(ep.held_total)
+
+    for record in _chain(first, records):
+        t = float(record.get("t_ms", last_t))
+        last_t = t
+        if record["type"] == "input":
+            kind = record.get("kind")
+            event = record.get("event") or {}
+            ep = current
+            if kind == "turn_started" and ep is not None:
+                if not ep.spoke:
+                    ep.spoke = True
+                    if ep.question_end is None:
+                        part.spoke_over_question[ep.question] = part.spoke_over_question.get(ep.question, 0) + 1
+                        part.questions.setdefault(ep.question, Samples()).spoke.append(0.0)
+                    else:
+                        part.questions.setdefault(ep.question, Samples()).spoke.append(t - ep.question_end)
+                if ep.last_end is not None:
+                    end_t, label = ep.last_end
+                    part.stages.setdefault((ep.question, label), Samples()).spoke.append(t - end_t)
+                    ep.last_end = None
+                if ep.last_reminder is not None and t - ep.last_reminder <= TOO_EARLY_MS:
+                    part.too_early[ep.question] = part.too_early.get(ep.question, 0) + 1
+                ep.last_reminder = None
+                if ep.held_since is not None:
+                    part.holds.append(t - ep.held_since)
+                    ep.held_total += t - ep.held_since
+                    ep.held_since = None
+            elif kind == "playback_completed" and ep is not None:
+                prompt = prompts.get(event.get("token"))
+                if prompt is not None and prompt[2] == ep.question:
+                    label = _LABELS.get(prompt[0], prompt[1] or prompt[0])
+                    if prompt[0] == "question" and ep.question_end is None:
+                        ep.question_end = t
+                    if ep.last_end is not None:  # the caller stayed silent through it
+                        censor_end, censor_label = ep.last_end
+                        part.stages.setdefault((ep.question, censor_label), Samples()).censored.append(t - censor_end)
+                    ep.last_end = (t, label)
+            continue
+        effect = record.get("effect")
+        if effect == "RequestPrompt":
+            prompts[record.get("token")] = (record.get("kind"), record.get("stage"), record.get("question"))
+            ep = current
+            if ep is not None and record.get("question") == ep.question:
+                if record.get("kind") == "reminder":
+                    part.reminders[ep.question] = part.reminders.get(ep.question, 0) + 1
+                    ep.last_reminder = t
+                    if not ep.spoke and ep.question_end is not None:
+                        part.stage_offsets.setdefault((ep.question, record.get("stage")), []).append(t - ep.question_end)
+                elif record.get("kind") == "close":
+                    part.closes[ep.question] = part.closes.get(ep.question, 0) + 1
+                    if ep.spoke:
+                        part.closed_after_speaking.setdefault(ep.question, []).append(name)
+            continue
+        if effect is not None:
+            continue
+        trace = record.get("kind")
+        if trace == "episode_started":
+            if current is not None:
+                close(current, t)
+            current = _Episode(str(record.get("question")))
+            episodes[record.get("episode")] = current
+            part.waits.setdefault(current.question, waits_for(current.question))
+            part.hold_ms.append(float(policy.get("hold_ms", 0) or 0))
+            part.hold_budget_ms.append(float(policy.get("hold_budget_ms", 0) or 0))
+        elif trace == "episode_ended" and current is not None:
+            close(current, t)
+            current = None
+        elif trace == "state" and current is not None:
+            if record.get("state") == "held" and current.held_since is None:
+                current.held_since = t
+            elif record.get("state") != "held" and current.held_since is not None:
+                part.holds.append(t - current.held_since)
+                current.held_total += t - current.held_since
+                current.held_since = None
+    if current is not None:
+        close(current, last_t)  # a journal cut mid-episode: censored where it stops
+    if scan.skipped or scan.gaps:
+        part.unreadable.append(f"{folder} (partly: {scan.report()})")
+    return part
+
+
+def _chain(first: dict | None, rest: Iterable[dict]) -> Iterable[dict]:
+    if first is not None:
+        yield first
+    yield from rest
+
+
+def corpus_timing(roots: list[Path], workers: int | None = None,
+                  progress: Callable[[int], None] | None = None) -> TimingPart:
+    """Every session under `roots`, read by a pool of processes."""
+    total = TimingPart()
+    folders = (f for root in roots for f in session_folders(root))
+    workers = workers or os.cpu_count() or 1
+    done = 0
+    if workers <= 1:
+        for folder in folders:
+            total.add(journal_timing(folder))
+            done += 1
+            if progress and done % 500 == 0:
+                progress(done)
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            for part in pool.map(journal_timing, folders, chunksize=64):
+                total.add(part)
+                done += 1
+                if progress and done % 500 == 0:
+                    progress(done)
+    if progress:
+        progress(done)
+    return total
+
+
+# -- the report ------------------------------------------------------------------------
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _suggest(samples: Samples, share: float = 0.9) -> float | None:
+    q = samples.quantile(share)
+    if q is None:
+        return None
+    return float(max(2000, min(60_000, math.ceil(q / 500) * 500)))
+
+
+def summary(part: TimingPart) -> dict:
+    """The report as data (what --json prints; the text and CSV are made from it)."""
+    questions = []
+    for question in sorted(part.questions):
+        samples = part.questions[question]
+        waits = part.waits.get(question, [])
+        survival = samples.survival()
+        stages = []
+        for name, wait_ms in waits:
+            local = part.stages.get((question, QUESTION if name == (waits[0][0] if waits else None) else name))
+            offsets = part.stage_offsets.get((question, name), [])
+            row: dict[str, Any] = {"stage": name, "wait_ms": wait_ms}
+            if offsets:
+                offset = median(offsets)
+                row["starts_after_question_ms"] = _ms(offset)
+                row["callers_still_silent_when_it_starts"] = round(survival(offset), 4)
+            if local is not None and (local.spoke or local.censored):
+                local_survival = local.survival()
+                row.update({
+                    "n": len(local.spoke), "censored": len(local.censored),
+                    "p50_ms": _ms(local.quantile(0.5)), "p90_ms": _ms(local.quantile(0.9)),
+                    "p99_ms": _ms(local.quantile(0.99)),
+                    "share_past_wait": round(local_survival(wait_ms), 4),
+                })
+            stages.append(row)
+        first_wait = waits[0][1] if waits else None
+        suggestion = None
+        if first_wait is not None:
+            suggested = _suggest(samples)
+            now_reminded = survival(first_wait)
+            if suggested is None:
+                suggestion = {"stage": waits[0][0], "wait_ms": None,
+                              "why": "fewer than 90 % of callers spoke before the call moved on: the corpus cannot say how long the rest need"}
+            else:
+                suggestion = {
+                    "stage": waits[0][0], "current_wait_ms": first_wait, "wait_ms": suggested,
+                    "reminded_before_speaking_now": round(now_reminded, 4),
+                    "reminded_before_speaking_then": round(survival(suggested), 4),
+                    "silent_callers_wait_longer_ms": suggested - first_wait,
+                }
+        questions.append({
+            "question": question,
+            "n": len(samples.spoke), "censored": len(samples.censored),
+            "p50_ms": _ms(samples.quantile(0.5)), "p90_ms": _ms(samples.quantile(0.9)),
+            "p99_ms": _ms(samples.quantile(0.99)),
+            "spoke_over_question": part.spoke_over_question.get(question, 0),
+            "stages": stages,
+            "reminders": part.reminders.get(question, 0),
+            "reminders_too_early": part.too_early.get(question, 0),
+            "closes": part.closes.get(question, 0),
+            "closed_after_speaking": len(part.closed_after_speaking.get(question, [])),
+            "closed_after_speaking_sessions": sorted(part.closed_after_speaking.get(question, []))[:20],
+            "suggestion": suggestion,
+        })
+    budget = max(part.hold_budget_ms) if part.hold_budget_ms else None
+    hold_ms = max(part.hold_ms) if part.hold_ms else None
+    holds = sorted(part.holds)
+    return {
+        "sessions": part.sessions,
+        "flows": sorted(part.flows),
+        "unreadable": part.unreadable,
+        "questions": questions,
+        "holds": {
+            "n": len(holds),
+            "p50_ms": _ms(holds[len(holds) // 2]) if holds else None,
+            "p90_ms": _ms(holds[min(len(holds) - 1, int(len(holds) * 0.9))]) if holds else None,
+            "hold_ms": hold_ms,
+            "past_hold_ms": sum(1 for h in holds if hold_ms and h > hold_ms),
+            "episodes_with_holds": len(part.hold_totals),
+            "budget_ms": budget,
+            "episodes_past_budget": sum(1 for h in part.hold_totals if budget and h > budget),
+        },
+        "too_early_ms": TOO_EARLY_MS,
+    }
+
+
+def csv_rows(data: dict) -> list[list[Any]]:
+    rows: list[list[Any]] = [["question", "stage", "wait_ms", "n", "censored", "p50_ms", "p90_ms", "p99_ms", "share_past_wait"]]
+    for q in data["questions"]:
+        rows.append([q["question"], "(from the question's end)", "", q["n"], q["censored"], q["p50_ms"], q["p90_ms"], q["p99_ms"], ""])
+        for s in q["stages"]:
+            rows.append([q["question"], s["stage"], s["wait_ms"], s.get("n", 0), s.get("censored", 0), s.get("p50_ms"),
+                         s.get("p90_ms"), s.get("p99_ms"), s.get("share_past_wait", "")])
+    return rows
+
+
+__all__ = ["Samples", "TimingPart", "corpus_timing", "csv_rows", "journal_timing", "summary"]
