@@ -29,7 +29,7 @@ def corpus_simulate(
     """Calls on the virtual clock, each a journal (source: simulated) from a caller
     population: how long callers take to answer each kind of question, who asks for
     time, partial answers, mishearings, off-topic turns, hang-ups, media faults and
-    tool latency. The README's "Simulated callers" lists the fields and defaults.
+    tool latency. The README's "How long callers take" lists the fields and defaults.
 
     Examples:
       lull corpus simulate calls/ --calls 10000 --seed 7
