@@ -23,6 +23,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from .flowfiles import check_data
 from .journal import JournalError, JournalScan, iter_records
 from .metrics import session_folders
 
@@ -141,22 +142,32 @@ class _Episode:
         self.held_total = 0.0
 
 
+_compiled: dict[str, Any] = {}  # flow hash -> the compiled flow (or None), per process
+
+
 def _waits(header: dict) -> Callable[[str], list[tuple[str, float]]]:
-    """question -> its ladder stages and their waits, from the flow in the header."""
+    """question -> its ladder stages and their waits, as the flow in the header runs them
+    (compiled once per flow and process: per-question ladders and timing included)."""
     policy = header.get("ladder_policy") or {}
     default = [(s.get("name"), float(s.get("wait_ms", 0))) for s in policy.get("stages", []) if isinstance(s, dict)]
-    per_stage: dict[str, Any] = {}
     document = header.get("flow_document")
-    if isinstance(document, dict):
-        for stage in document.get("stages", []):
-            if isinstance(stage, dict) and isinstance(stage.get("ladder"), dict) and "stages" in stage["ladder"]:
-                per_stage[stage.get("id")] = [(s.get("name"), float(s.get("wait_ms", 0)))
-                                              for s in stage["ladder"]["stages"] if isinstance(s, dict)]
-            timing = stage.get("timing") if isinstance(stage, dict) else None
-            if isinstance(timing, dict) and timing.get("reprompt_after_ms") and default:
-                first = (default[0][0], float(timing["reprompt_after_ms"]))
-                per_stage.setdefault(stage.get("id"), [first, *default[1:]])
-    return lambda question: per_stage.get(question, default)
+    if not isinstance(document, dict):
+        return lambda question: default  # a ladder-only session (an incident, a framework's ladder mode)
+    key = str(header.get("flow_hash")) + ":" + str(header.get("ladder_defaults", 1))
+    if key not in _compiled:
+        report = check_data(document, "header flow_document", ladder_defaults=header.get("ladder_defaults", 1))
+        _compiled[key] = report.flow
+    flow = _compiled[key]
+    if flow is None:
+        return lambda question: default
+
+    def waits(question: str) -> list[tuple[str, float]]:
+        try:
+            stage = flow.stage(question)
+        except KeyError:
+            return default
+        return [(s.name, s.wait_ms) for s in flow.policy_for(question, stage.timing).stages]
+    return waits
 
 
 def journal_timing(folder: Path) -> TimingPart:
