@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -90,6 +91,7 @@ class TimingPart:
     sessions: int = 0
     unreadable: list[str] = field(default_factory=list)
     flows: set[str] = field(default_factory=set)
+    other_flow: list[str] = field(default_factory=list)  # journals of a flow not asked for
     # question -> samples from the question's end to the first speech of its episode
     questions: dict[str, Samples] = field(default_factory=dict)
     # (question, ladder stage) -> samples from that stage's prompt end to the next speech
@@ -111,6 +113,7 @@ class TimingPart:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
         self.flows |= other.flows
+        self.other_flow += other.other_flow
         for key, samples in other.questions.items():
             self.questions.setdefault(key, Samples()).add(samples)
         for key, samples in other.stages.items():
@@ -170,8 +173,9 @@ def _waits(header: dict) -> Callable[[str], list[tuple[str, float]]]:
     return waits
 
 
-def journal_timing(folder: Path) -> TimingPart:
-    """The response times one journal holds (a damaged journal: what it holds, and named)."""
+def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
+    """The response times one journal holds (a damaged journal: what it holds, and named).
+    With `only_flow`, a journal of another flow is named in `other_flow`, not counted."""
     part = TimingPart()
     scan = JournalScan()
     name = folder.name
@@ -185,6 +189,9 @@ def journal_timing(folder: Path) -> TimingPart:
         part.unreadable.append(str(folder))
         return part
     header = scan.header or {}
+    if only_flow is not None and header.get("flow") != only_flow:
+        part.other_flow.append(f"{folder} ({header.get('flow', 'no flow named')})")
+        return part
     part.sessions = 1
     part.flows.add(str(header.get("flow", "?")))
     waits_for = _waits(header)
@@ -295,7 +302,7 @@ def _chain(first: dict | None, rest: Iterable[dict]) -> Iterable[dict]:
 
 
 def corpus_timing(roots: list[Path], workers: int | None = None,
-                  progress: Callable[[int], None] | None = None) -> TimingPart:
+                  progress: Callable[[int], None] | None = None, only_flow: str | None = None) -> TimingPart:
     """Every session under `roots`, read by a pool of processes."""
     total = TimingPart()
     folders = (f for root in roots for f in session_folders(root))
@@ -303,13 +310,13 @@ def corpus_timing(roots: list[Path], workers: int | None = None,
     done = 0
     if workers <= 1:
         for folder in folders:
-            total.add(journal_timing(folder))
+            total.add(journal_timing(folder, only_flow))
             done += 1
             if progress and done % 500 == 0:
                 progress(done)
     else:
         with ProcessPoolExecutor(workers) as pool:
-            for part in pool.map(journal_timing, folders, chunksize=64):
+            for part in pool.map(partial(journal_timing, only_flow=only_flow), folders, chunksize=64):
                 total.add(part)
                 done += 1
                 if progress and done % 500 == 0:
@@ -394,6 +401,7 @@ def summary(part: TimingPart) -> dict:
         "sessions": part.sessions,
         "flows": sorted(part.flows),
         "unreadable": part.unreadable,
+        "other_flow": part.other_flow,
         "questions": questions,
         "holds": {
             "n": len(holds),

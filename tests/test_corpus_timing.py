@@ -216,3 +216,21 @@ def test_population_defaults_are_plausible_and_documented():
     import sys
 
     assert "Stivers" in sys.modules[doc].__doc__ and "assumption" in sys.modules[doc].__doc__
+
+
+def test_timing_of_one_flow_names_the_journals_of_others(tmp_path):
+    corpus = tmp_path / "mixed"
+    for flow_ref, seed in (("reference_code", 1), (str(YARDSTICK / "clinic_checkin.json"), 2)):
+        flow = load_flow(flow_ref)
+        for index in range(3):
+            caller = simulate_call(flow, Population(), seed, index)
+            caller.call.write_journal(corpus / f"{flow.spec.name}-{index}", simulation_header(flow, seed, index, Population()),
+                                      redact=caller.runtime.redact)
+    result = _lull("sessions", "timing", str(corpus), "--json", "--flow", str(YARDSTICK / "clinic_checkin.json"))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["sessions"] == 3 and data["flows"] == ["clinic_checkin"]
+    assert len(data["other_flow"]) == 3 and all("reference_code" in o for o in data["other_flow"])
+    assert {q["question"] for q in data["questions"]} == {s.id for s in load_flow(str(YARDSTICK / "clinic_checkin.json")).spec.stages if s.collect}
+    result = runner.invoke(app, ["sessions", "timing", str(corpus), "--flow", str(YARDSTICK / "water_account.json")])
+    assert result.exit_code == 1 and "no journal of flow water_account" in result.output

@@ -374,6 +374,7 @@ def sessions_timing(
     folders: Annotated[list[Path], typer.Argument(help="Session folders, or folders of them.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV, a row per question and ladder stage.")] = False,
+    flow: Annotated[str | None, typer.Option("--flow", help="Only journals of this flow (a file or a shipped flow's name); others are counted and named.")] = None,
 ) -> None:
     """How long callers take: per question and ladder stage, the time from the observed
     end of what the agent said to the caller's first speech (N, p50, p90, p99, the share
@@ -385,6 +386,7 @@ def sessions_timing(
     Examples:
       lull sessions timing calls/
       lull sessions timing calls/ --csv > timing.csv
+      lull sessions timing production/ --flow my_flow.json
     """
     import csv
 
@@ -396,13 +398,21 @@ def sessions_timing(
         _check_corpus_folder(folder)
     from ._app import Progress
 
+    only_flow = None
+    if flow is not None:
+        try:
+            only_flow = load_flow(flow).spec.name
+        except FlowFileError as exc:
+            fail(f"--flow: {exc}")
     progress = Progress("journals read")
     try:
-        part = corpus_timing(folders, progress=progress)
+        part = corpus_timing(folders, progress=progress, only_flow=only_flow)
     except OSError as exc:
         fail(f"cannot read the folders: {exc.strerror or exc}")
     progress.done()
     if part.sessions == 0 and not part.unreadable:
+        if part.other_flow:
+            fail(f"no journal of flow {only_flow} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
         fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
     data = summary(part)
     if as_json:
@@ -446,5 +456,7 @@ def sessions_timing(
         out.print(plain(f"holds: {h['n']} (p50 {h['p50_ms'] / 1000:.1f}s, p90 {h['p90_ms'] / 1000:.1f}s); "
                         f"{h['past_hold_ms']} past the hold of {h['hold_ms'] / 1000:.0f}s; "
                         f"{h['episodes_past_budget']} of {h['episodes_with_holds']} episode(s) with holds past the budget of {h['budget_ms'] / 1000:.0f}s"))
+    if data["other_flow"]:
+        print_text((f"{len(data['other_flow'])} journal(s) of another flow, not counted: {', '.join(data['other_flow'][:10])}", "yellow"))
     if data["unreadable"]:
         print_text((f"{len(data['unreadable'])} journal(s) not wholly read: {', '.join(data['unreadable'][:10])}", "yellow"))
