@@ -48,7 +48,6 @@ from .virtual import Playback, ToolPlan, VirtualCall
 
 _MAX_CALL_MS = 20 * 60_000  # a call still going after this is cut (a flow that never ends)
 
-_DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                  "eleven", "twelve")
 # turns about something else, written for no flow in particular
@@ -301,7 +300,7 @@ class SimulatedCaller:
             i = rng.randrange(len(value))
             value = value[:i] + str((int(value[i]) + 1) % 10) + value[i + 1:]
         if rng.random() < 0.3:
-            said = " ".join(_DIGIT_WORDS[int(d)] for d in value)
+            said = " ".join(_NUMBER_WORDS[int(d)] for d in value)
         else:
             said = " ".join(value)
         return rng.choice(("{}", "it's {}", "um {}")).format(said)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -45,25 +46,27 @@ class Samples:
         self.spoke += other.spoke
         self.censored += other.censored
 
+    def steps(self) -> list[tuple[float, float]]:
+        """The Kaplan-Meier curve, (time, share still silent) at each time someone spoke."""
+        return _km_steps(self.spoke, self.censored)
+
     def survival(self) -> Callable[[float], float]:
         """S(t), the Kaplan-Meier share still silent t ms after the prompt ended."""
-        steps = _km_steps(self.spoke, self.censored)
+        steps = self.steps()
+        times = [t for t, _ in steps]
 
         def at(t: float) -> float:
-            s = 1.0
-            for time, value in steps:
-                if time > t:
-                    break
-                s = value
-            return s
+            i = bisect_right(times, t)
+            return steps[i - 1][1] if i else 1.0
         return at
 
+    def quantiles(self, *shares: float) -> list[float | None]:
+        """The times by which each share has spoken (None: the corpus never gets there)."""
+        steps = self.steps()
+        return [next((time for time, value in steps if value <= 1 - q + 1e-12), None) for q in shares]
+
     def quantile(self, q: float) -> float | None:
-        """The time by which a share q has spoken (None: the corpus never gets there)."""
-        for time, value in _km_steps(self.spoke, self.censored):
-            if value <= 1 - q + 1e-12:
-                return time
-        return None
+        return self.quantiles(q)[0]
 
 
 def _km_steps(spoke: list[float], censored: list[float]) -> list[tuple[float, float]]:
@@ -357,12 +360,11 @@ def summary(part: TimingPart) -> dict:
                 row["starts_after_question_ms"] = _ms(offset)
                 row["callers_still_silent_when_it_starts"] = round(survival(offset), 4)
             if local is not None and (local.spoke or local.censored):
-                local_survival = local.survival()
+                p50, p90, p99 = local.quantiles(0.5, 0.9, 0.99)
                 row.update({
                     "n": len(local.spoke), "censored": len(local.censored),
-                    "p50_ms": _ms(local.quantile(0.5)), "p90_ms": _ms(local.quantile(0.9)),
-                    "p99_ms": _ms(local.quantile(0.99)),
-                    "share_past_wait": round(local_survival(wait_ms), 4),
+                    "p50_ms": _ms(p50), "p90_ms": _ms(p90), "p99_ms": _ms(p99),
+                    "share_past_wait": round(local.survival()(wait_ms), 4),
                 })
             stages.append(row)
         first_wait = waits[0][1] if waits else None
@@ -380,11 +382,11 @@ def summary(part: TimingPart) -> dict:
                     "reminded_before_speaking_then": round(survival(suggested), 4),
                     "silent_callers_wait_longer_ms": suggested - first_wait,
                 }
+        p50, p90, p99 = samples.quantiles(0.5, 0.9, 0.99)
         questions.append({
             "question": question,
             "n": len(samples.spoke), "censored": len(samples.censored),
-            "p50_ms": _ms(samples.quantile(0.5)), "p90_ms": _ms(samples.quantile(0.9)),
-            "p99_ms": _ms(samples.quantile(0.99)),
+            "p50_ms": _ms(p50), "p90_ms": _ms(p90), "p99_ms": _ms(p99),
             "spoke_over_question": part.spoke_over_question.get(question, 0),
             "stages": stages,
             "reminders": part.reminders.get(question, 0),

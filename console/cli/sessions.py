@@ -20,7 +20,7 @@ from sessions.flowfiles import (
     load_flow,
 )
 
-from ._app import app, check_new_file, err, fail, out, plain, print_text, write_new_file
+from ._app import Progress, app, check_new_file, err, fail, out, plain, print_text, write_new_file
 
 sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -396,7 +396,6 @@ def sessions_timing(
         fail("--json and --csv: choose one output format")
     for folder in folders:
         _check_corpus_folder(folder)
-    from ._app import Progress
 
     only_flow = None
     if flow is not None:
