@@ -26,7 +26,7 @@ from ladder.policy import ABSENT_FROM_OLD_POLICIES
 
 from .flowfiles import check_data
 from .journal import JournalScan, iter_records
-from .metrics import session_folders
+from .corpus import session_folders
 
 KINDS = ("stages", "ladder_stages", "routes", "intents")
 ANSWERS = ("answer", "partial_answer", "decline")  # a turn read as a value: no intent reached

@@ -15,13 +15,11 @@ many sessions there are.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .corpus import map_sessions
 from .journal import JournalScan, iter_records
 from .replay import session_record_problem
 
@@ -222,26 +220,6 @@ def session_metrics(path: Path) -> Metrics:
     return metrics
 
 
-def session_folders(root: Path) -> Iterable[Path]:
-    # exists(), not isfile(): a journal that cannot be read counts as unreadable, not as absent
-    if (root / "journal.jsonl").exists():
-        yield root
-        return
-    for entry in os.scandir(root):  # a generator: ten thousand folders are never listed at once
-        if entry.is_dir() and os.path.exists(os.path.join(entry.path, "journal.jsonl")):
-            yield Path(entry.path)
-
-
 def folder_metrics(root: Path, workers: int | None = None) -> Metrics:
     """All sessions under `root`, read by a pool of processes (both cores)."""
-    total = Metrics()
-    workers = workers or os.cpu_count() or 1
-    folders = session_folders(root)
-    if workers <= 1:
-        for folder in folders:
-            total.add(session_metrics(folder))
-        return total
-    with ProcessPoolExecutor(workers) as pool:
-        for metrics in pool.map(session_metrics, folders, chunksize=64):
-            total.add(metrics)
-    return total
+    return map_sessions([root], session_metrics, Metrics(), workers)

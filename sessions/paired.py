@@ -14,11 +14,14 @@ from ladder import Controller, LadderPolicy, event_from_dict
 from ladder.flow.runtime import FlowRuntime
 
 from .replay import build_core, read_session, session_steps
-from .virtual import Playback, VirtualCall
+from .virtual import Playback, ToolPlan, VirtualCall
 
 # the endpoint's reports belong to the prompts of the recorded run: a paired run gets its
 # own, simulated with the durations the recording measured for the same wording
 ENDPOINT_KINDS = {"prompt_sent", "playback_started", "playback_completed", "playback_interrupted", "prompt_failed", "timer_fired"}
+# so do tool results: each call is answered as the recording answered it, after the
+# latency the recording measured from the call, whenever the paired run makes it
+TOOL_RESULT = "tool_result"
 
 CAVEAT = (
     "Paired replay tests controller rules, not caller behaviour: both policies see the "
@@ -82,42 +85,88 @@ def summarize(decisions: list[tuple[float, dict]]) -> tuple[dict[int, EpisodeSum
 
 
 def measured_playback(decisions: list[tuple[float, dict]]) -> dict[str, tuple[float, float]]:
-    """text -> (start delay, duration) of each prompt that played in full."""
-    texts, requested, started, out = {}, {}, {}, {}
+    """text -> (start delay, duration) of each prompt as the recording measured it.
+
+    A prompt the caller interrupted was never measured in full, but it lasted at least
+    until the interruption: the paired run must not end it sooner by its word-count
+    estimate, or an unedited replay would lose interruptions the caller really made.
+    """
+    texts, requested, started, out, at_least = {}, {}, {}, {}, {}
     for t_ms, record in decisions:
         if record.get("effect") == "RequestPrompt":
             texts[record["token"]] = record["text"]
             requested[record["token"]] = t_ms
         elif record.get("kind") == "prompt_started":
             started[record.get("token")] = t_ms
-        elif record.get("kind") == "prompt_completed" and record.get("token") in started:
+        elif record.get("kind") in ("prompt_completed", "prompt_interrupted") and record.get("token") in started:
             token = record["token"]
             if token in texts:
-                out[texts[token]] = (started[token] - requested[token], t_ms - started[token])
+                measured = (started[token] - requested[token], t_ms - started[token])
+                if record["kind"] == "prompt_completed":
+                    out[texts[token]] = measured
+                else:
+                    at_least[texts[token]] = max(measured, at_least.get(texts[token], measured), key=lambda m: m[1])
+    default = Playback()
+    for text, (delay, lasted) in at_least.items():
+        if text not in out:
+            estimate = max(1, len(text.split())) * default.ms_per_word
+            out[text] = (delay, max(estimate, lasted + 1))
     return out
 
 
-def paired_replay(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> PairedReport:
+def recorded_tools(steps) -> dict[str, ToolPlan]:
+    """call id -> how the recording answered it: latency from the call, outcome, result."""
+    called: dict[str, float] = {}
+    plans: dict[str, ToolPlan] = {}
+    for step in steps:
+        for record in step.decisions:
+            if record.get("effect") == "CallTool":
+                called[record.get("call")] = record["t_ms"]
+        record = step.input
+        if record is not None and record["kind"] == TOOL_RESULT:
+            event = record["event"]
+            if event.get("call") in called:
+                plans[event["call"]] = ToolPlan(record["t_ms"] - called[event["call"]], event.get("outcome", "ok"),
+                                                event.get("result") or {}, timeout_ms=float("inf"))
+    return plans
+
+
+@dataclass
+class PairedRun:
+    """One session's recorded decisions beside those the other policy made on its inputs."""
+
+    recorded: list[tuple[float, dict]]
+    produced: list[tuple[float, dict]]
+    stopped: str | None  # why the inputs stop before the journal does (damage), if they do
+
+
+def paired_run(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> PairedRun:
     journal = read_session(path)
-    steps = session_steps(journal).steps  # up to the first lost input, as replay does
-    recorded = [(r["t_ms"], r) for step in steps for r in step.decisions]
+    steps = session_steps(journal)  # up to the first lost input, as replay does
+    recorded = [(r["t_ms"], r) for step in steps.steps for r in step.decisions]
     if policy is not None:
         core = Controller(policy)
     elif flow is not None:
         core = FlowRuntime(flow)
     else:
         core = build_core(journal)
-    call = VirtualCall(core, Playback(mode="auto", measured=measured_playback(recorded)))
+    call = VirtualCall(core, Playback(mode="auto", measured=measured_playback(recorded)),
+                       tools_by_call=recorded_tools(steps.steps))
     last = 0.0
-    for step in steps:
+    for step in steps.steps:
         record = step.input
-        if record is not None and record["kind"] not in ENDPOINT_KINDS:
+        if record is not None and record["kind"] not in ENDPOINT_KINDS and record["kind"] != TOOL_RESULT:
             call.push(record["t_ms"], event_from_dict(record["event"]))
             last = record["t_ms"]
     ladder = getattr(core, "ladder", core)
     call.run_until(last + ladder.policy.episode_ms)  # let the other policy's timers play out
     produced = [(r.get("at", 0.0), r) for r in call.records]
-    before, outcome_before = summarize(recorded)
-    after, outcome_after = summarize(produced)
+    return PairedRun(recorded, produced, steps.stopped)
+
+
+def paired_replay(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> PairedReport:
+    run = paired_run(path, flow=flow, policy=policy)
+    before, outcome_before = summarize(run.recorded)
+    after, outcome_after = summarize(run.produced)
     diffs = [EpisodeDiff(e, before.get(e), after.get(e)) for e in sorted(set(before) | set(after))]
     return PairedReport(Path(path), diffs, (outcome_before, outcome_after))

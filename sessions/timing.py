@@ -15,10 +15,8 @@ so a corpus is read on every core and the result does not depend on the split.
 from __future__ import annotations
 
 import math
-import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -27,7 +25,7 @@ from typing import Any
 
 from .flowfiles import check_data
 from .journal import JournalError, JournalScan, iter_records
-from .metrics import session_folders
+from .corpus import map_sessions
 
 TOO_EARLY_MS = 1500.0  # a reminder begun this close before the caller spoke came too early
 QUESTION = "question"  # the stage label of the question itself (the ladder's first, quiet wait)
@@ -307,26 +305,7 @@ def _chain(first: dict | None, rest: Iterable[dict]) -> Iterable[dict]:
 def corpus_timing(roots: list[Path], workers: int | None = None,
                   progress: Callable[[int], None] | None = None, only_flow: str | None = None) -> TimingPart:
     """Every session under `roots`, read by a pool of processes."""
-    total = TimingPart()
-    folders = (f for root in roots for f in session_folders(root))
-    workers = workers or os.cpu_count() or 1
-    done = 0
-    if workers <= 1:
-        for folder in folders:
-            total.add(journal_timing(folder, only_flow))
-            done += 1
-            if progress and done % 500 == 0:
-                progress(done)
-    else:
-        with ProcessPoolExecutor(workers) as pool:
-            for part in pool.map(partial(journal_timing, only_flow=only_flow), folders, chunksize=64):
-                total.add(part)
-                done += 1
-                if progress and done % 500 == 0:
-                    progress(done)
-    if progress:
-        progress(done)
-    return total
+    return map_sessions(roots, partial(journal_timing, only_flow=only_flow), TimingPart(), workers, progress)
 
 
 # -- the report ------------------------------------------------------------------------

@@ -97,12 +97,16 @@ class VirtualCall:
         playback: Playback,
         tools: dict[str, ToolPlan] | None = None,
         scripted: Any = None,
+        tools_by_call: dict[str, ToolPlan] | None = None,
     ) -> None:
         self.core = core
         # turns a scripted item that is not an Event (an incident step) into an event
         self.scripted = scripted
         self.playback = playback
         self.tools = tools or {}
+        # paired replay: each call answered as the recording answered that call, after
+        # the same latency; a call the recording never saw answered stays unanswered
+        self.tools_by_call = tools_by_call
         self.now: float = 0
         self.records: list[dict] = []
         self.inputs: list[tuple[float, Event]] = []
@@ -216,7 +220,12 @@ class VirtualCall:
             self.push(start + duration, ("lost", prompt.token), ENDPOINT)
 
     def _simulate_tool(self, call: CallTool) -> None:
-        plan = self.tools.get(call.tool, ToolPlan(0, "ok", {}))
+        if self.tools_by_call is not None:
+            plan = self.tools_by_call.get(call.call)
+            if plan is None:
+                return
+        else:
+            plan = self.tools.get(call.tool, ToolPlan(0, "ok", {}))
         self.tools_running.add(call.call)
         latency, outcome, result = plan.latency_ms, plan.outcome, plan.result
         if latency > plan.timeout_ms:  # given up on: it may still have happened

@@ -129,7 +129,10 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
 def sessions_replay(
     sessions: Annotated[list[Path], typer.Argument(help="Session folders.")],
     flow: Annotated[str | None, typer.Option("--flow", help="Paired replay: the same inputs under this flow.")] = None,
-    policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay of an incident session under this ladder policy (JSON).")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay under this ladder policy (JSON): an incident's, or a flow's default ladder.")] = None,
+    summary: Annotated[bool, typer.Option("--summary", help="Over a corpus: before and after with denominators and 95 % intervals, not session by session.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --summary: print JSON.")] = False,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="With --summary: processes (default: one a core).")] = None,
 ) -> None:
     """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
 
@@ -141,11 +144,15 @@ def sessions_replay(
     not be replayed, 3 if any was INCOMPLETE.
 
     With --flow or --policy, a paired replay: the same inputs under another policy, with
-    what each decided per episode.
+    what each decided per episode. With --summary the arguments may be folders of
+    sessions (a corpus): reminders, closes, interruptions, time to answer and how
+    episodes ended, before and after, each with its denominator and a 95 % interval.
+    Sessions the edit cannot replay are counted and named (exit 3).
 
     Examples:
       lull sessions replay takes/*
       lull sessions replay takes/1 --flow my_flow_v2.json
+      lull sessions replay calls/ --flow my_flow_v2.json --summary
     """
     from ladder import LadderPolicy
     from sessions.journal import JournalError
@@ -162,6 +169,11 @@ def sessions_replay(
         fail(str(exc))
     except (OSError, ValueError) as exc:
         fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
+    if summary:
+        _replay_summary(sessions, flow, other_flow, policy, other_policy, as_json, workers)
+        return
+    if as_json or workers is not None:
+        fail("--json and --workers go with --summary")
     drift = broken = incomplete = False
     for path in sessions:
         try:
@@ -192,6 +204,37 @@ def sessions_replay(
         raise typer.Exit(1)
     if incomplete:
         raise typer.Exit(3)  # no difference seen, but not all of a journal was compared
+
+
+def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path: Path | None, policy,
+                    as_json: bool, workers: int | None) -> None:
+    from sessions.whatif import Edit, corpus_whatif
+    from sessions.whatif import summary as whatif_summary
+
+    from .whatif_report import print_whatif
+
+    for folder in folders:
+        _check_corpus_folder(folder)
+    edit = Edit(flow_document=flow.spec.model_dump(mode="json", by_alias=True, exclude_unset=True) if flow is not None else None,
+                policy=policy.model_dump(mode="json") if policy is not None else None)
+    progress = Progress("sessions replayed")
+    try:
+        part = corpus_whatif(folders, edit, workers=workers, progress=progress)
+    except OSError as exc:
+        fail(f"cannot read the folders: {exc.strerror or exc}")
+    progress.done()
+    data = whatif_summary(part)
+    if part.sessions == 0 and not part.not_replayed:
+        if part.other_flow:
+            fail(f"no journal of flow {edit.flow_name} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
+        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        after = " and ".join(x for x in (flow_ref and f"flow {flow_ref}", policy_path and f"policy {policy_path}") if x)
+        print_whatif(data, "as recorded", after or "the recorded flow, replayed (every change should be 0)")
+    if data["not_replayed"] or data["partly_replayed"] or data["other_flow"]:
+        raise typer.Exit(3)  # a verdict on less than the whole corpus
 
 
 @sessions_app.command("step")
