@@ -1,66 +1,191 @@
-"""Reading a corpus: one function per journal, its parts merged, on every core.
+"""Reading a corpus: one function per journal, its parts merged, on every core or a cluster.
 
-Every corpus reader (timing, what-if, metrics) is a per-journal function returning a
-part with `add(other)`; parts merge, so the result does not depend on how the folders
-were split between processes. The folders are a generator: ten thousand are never
-listed at once.
+Every corpus reader (timing, what-if, metrics, coverage) is a per-journal function
+returning a part with `add(other)` and `note_unreadable(text)`; parts merge, so the
+result does not depend on how the journals were split, nor on where they were read.
+
+A corpus is session folders, archives of journals (sessions.archive), or folders of
+either. It is walked lazily and handed out in batches with a bounded number in flight,
+so memory stays flat however many journals there are.
+
+Where the work runs:
+- one process (`workers=1`): the reference, and what tests compare against;
+- local worker processes (the default, one a core);
+- a Dask cluster (`scheduler="tcp://host:8786"`, or a `distributed.Client`): workers
+  must see the corpus at the same paths (a shared filesystem) and have Lull
+  installed. A worker lost mid-run has its batch run again elsewhere (Dask's own
+  retries); a batch that still fails is counted and named as unreadable, and the
+  run goes on.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .archive import is_archive, members
+from .journal import JOURNAL_FILENAME
 
 Part = TypeVar("Part")
-PROGRESS_EVERY = 200  # journals between progress reports
+
+
+class CorpusError(RuntimeError):
+    """The corpus cannot be read where it was asked to be (one line: what and why)."""
+
+BATCH = 48  # session folders a task reads (an archive is a task of its own)
+IN_FLIGHT_PER_WORKER = 4  # batches queued ahead of each worker: enough to keep it busy
 
 
 def session_folders(root: Path) -> Iterable[Path]:
     """A session folder itself, or each session folder directly inside `root`."""
     # exists(), not isfile(): a journal that cannot be read counts as unreadable, not as absent
-    if (root / "journal.jsonl").exists():
+    if (root / JOURNAL_FILENAME).exists():
         yield root
         return
     for entry in os.scandir(root):  # a generator: ten thousand folders are never listed at once
-        if entry.is_dir() and os.path.exists(os.path.join(entry.path, "journal.jsonl")):
+        if entry.is_dir() and os.path.exists(os.path.join(entry.path, JOURNAL_FILENAME)):
             yield Path(entry.path)
 
 
-def corpus_folders(roots: Iterable[Path]) -> Iterable[Path]:
+def corpus_units(roots: Iterable[Path]) -> Iterator[Path]:
+    """Session folders and archives under `roots` (each root: either, or a folder of them)."""
+    for root in roots:
+        root = Path(root)
+        if is_archive(root) or (root / JOURNAL_FILENAME).exists():
+            yield root
+            continue
+        for entry in os.scandir(root):
+            path = Path(entry.path)
+            if entry.is_dir() and os.path.exists(os.path.join(entry.path, JOURNAL_FILENAME)):
+                yield path
+            elif entry.is_file() and is_archive(path):
+                yield path
+
+
+def corpus_folders(roots: Iterable[Path]) -> Iterator[Path]:
+    """Session folders only (what a reader that needs files on disk walks)."""
     for root in roots:
         yield from session_folders(Path(root))
 
 
-def map_sessions(roots: Iterable[Path], read: Callable[[Path], Any], total: Part,
-                 workers: int | None = None, progress: Callable[[int], None] | None = None) -> Part:
-    """`read` on every session folder under `roots`, merged into `total` (returned).
+def _batches(units: Iterator[Path]) -> Iterator[list[Path]]:
+    batch: list[Path] = []
+    for unit in units:
+        if is_archive(unit):
+            yield [unit]
+            continue
+        batch.append(unit)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
-    `read` must be picklable (a module-level function or a functools.partial of one).
+
+def read_batch(batch: list[Path], read: Callable[[Any], Any], empty: Callable[[], Any]) -> tuple[Any, int]:
+    """One task: every journal of the batch read and merged; (part, journals read)."""
+    total, count = empty(), 0
+    for unit in batch:
+        if is_archive(unit):
+            damage: list[str] = []
+            for member in members(unit, damage):
+                total.add(read(member))
+                count += 1
+            for text in damage:
+                total.note_unreadable(text)
+        else:
+            total.add(read(unit))
+            count += 1
+    return total, count
+
+
+def map_sessions(roots: Iterable[Path], read: Callable[[Any], Any], total: Part,
+                 workers: int | None = None, progress: Callable[[int], None] | None = None,
+                 scheduler: Any = None) -> Part:
+    """`read` on every journal under `roots`, merged into `total` (returned).
+
+    `read` takes a session folder or an archive member (sessions.journal.JournalBytes)
+    and must be picklable (a module-level function or a functools.partial of one).
     """
-    folders = corpus_folders(roots)
-    workers = workers or os.cpu_count() or 1
+    task = partial(read_batch, read=read, empty=type(total))
+    batches = _batches(corpus_units(roots))
     done = 0
 
-    def merged(parts: Iterable[Any]) -> None:
+    def merge(part: Any, count: int) -> None:
         nonlocal done
-        for part in parts:
-            total.add(part)
-            done += 1
-            if progress and done % PROGRESS_EVERY == 0:
-                progress(done)
+        total.add(part)
+        done += count
+        if progress:
+            progress(done)
 
-    if workers <= 1:
-        merged(read(folder) for folder in folders)
+    if scheduler is not None:
+        _on_dask(scheduler, task, batches, merge, total)
+    elif (workers or os.cpu_count() or 1) <= 1:
+        for batch in batches:
+            merge(*task(batch))
     else:
+        workers = workers or os.cpu_count() or 1
         with ProcessPoolExecutor(workers) as pool:
-            merged(pool.map(read, folders, chunksize=32))
+            running: dict[Future, list[Path]] = {}
+            for batch in batches:
+                running[pool.submit(task, batch)] = batch
+                if len(running) >= workers * IN_FLIGHT_PER_WORKER:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        running.pop(future)
+                        merge(*future.result())
+            for future in list(running):
+                merge(*future.result())
     if progress:
         progress(done)
     return total
 
 
-__all__ = ["corpus_folders", "map_sessions", "session_folders"]
+def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merge: Callable, total: Any) -> None:
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise CorpusError("--scheduler needs Dask: pip install 'lull-console[cluster]'") from None
+    if isinstance(scheduler, Client):
+        client = scheduler
+    else:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise CorpusError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there "
+                              f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    try:
+        limit = max(2, sum(client.nthreads().values()) * IN_FLIGHT_PER_WORKER)
+        queue = as_completed()
+        sent: dict[str, list[Path]] = {}
+
+        def submit(batch: list[Path]) -> None:
+            future = client.submit(task, batch, pure=False)
+            sent[future.key] = batch
+            queue.add(future)
+
+        for batch in batches:
+            submit(batch)
+            if queue.count() >= limit:
+                break
+        for future in queue:
+            batch = sent.pop(future.key)
+            try:
+                merge(*future.result())
+            except Exception as exc:  # noqa: BLE001 -- a batch Dask gave up on (its workers kept dying): named
+                for unit in batch:
+                    total.note_unreadable(f"{unit} (lost with its worker: {type(exc).__name__})")
+            future.release()
+            following = next(batches, None)
+            if following is not None:
+                submit(following)
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+__all__ = ["CorpusError", "corpus_folders", "corpus_units", "map_sessions", "read_batch", "session_folders"]

@@ -16,17 +16,19 @@ cannot be read is counted, never half-read.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ladder import LadderPolicy
 from ladder.events import INTENTS
 from ladder.flow.shared_intents import flow_intents
 from ladder.policy import ABSENT_FROM_OLD_POLICIES
 
+from .corpus import map_sessions
 from .flowfiles import check_data
 from .journal import JournalScan, iter_records
-from .corpus import session_folders
 
 KINDS = ("stages", "ladder_stages", "routes", "intents")
 ANSWERS = ("answer", "partial_answer", "decline")  # a turn read as a value: no intent reached
@@ -54,8 +56,21 @@ class Coverage:
     sessions: int = 0
     unreadable: list[str] = field(default_factory=list)
 
+    def note_unreadable(self, text: str) -> None:
+        self.unreadable.append(text)
+
+    def add(self, other: Coverage) -> None:
+        self.sessions += other.sessions
+        self.unreadable += other.unreadable
+        for name, theirs in other.flows.items():
+            mine = self.flows.setdefault(name, FlowCoverage())
+            mine.sessions += theirs.sessions
+            for kind in KINDS:
+                mine.known[kind] |= theirs.known[kind]
+                mine.reached[kind].update(theirs.reached[kind])
+
     def to_dict(self) -> dict:
-        return {"sessions": self.sessions, "unreadable": list(self.unreadable),
+        return {"sessions": self.sessions, "unreadable": sorted(self.unreadable),
                 "flows": {name: c.to_dict() for name, c in sorted(self.flows.items())}}
 
 
@@ -143,13 +158,16 @@ def session_coverage(path: Path, into: Coverage) -> None:
         flow.reached[kind].update({k: v for k, v in reached[kind].items() if k})
 
 
-def coverage(roots: list[Path]) -> Coverage:
-    """Every session under `roots` (a session folder or a folder of them)."""
-    result = Coverage()
-    for root in roots:
-        for folder in session_folders(root):
-            session_coverage(folder, result)
-    return result
+def _one(path: Path) -> Coverage:
+    part = Coverage()
+    session_coverage(path, part)
+    return part
+
+
+def coverage(roots: list[Path], workers: int | None = None, progress: Callable[[int], None] | None = None,
+             scheduler: Any = None) -> Coverage:
+    """Every session under `roots` (session folders, archives, or folders of them)."""
+    return map_sessions(roots, _one, Coverage(), workers, progress, scheduler)
 
 
 __all__ = ["INCIDENTS", "KINDS", "Coverage", "FlowCoverage", "coverage", "session_coverage"]

@@ -30,6 +30,7 @@ tail of an interrupted write ("truncated final line").
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -51,6 +52,7 @@ __all__ = [
     "JournalScan",
     "Journal",
     "JournalWriter",
+    "JournalBytes",
     "iter_records",
     "read_journal",
 ]
@@ -195,10 +197,11 @@ def _encode_line(obj: dict[str, Any]) -> bytes:
 class JournalWriter:
     """Writes one session's journal. Create it with :meth:`JournalWriter.create`."""
 
-    def __init__(self, path: Path, file: Any, wall_clock: WallClock, fsync: bool) -> None:
-        # Private: use create(), which guarantees the header is on disk first.
+    def __init__(self, path: Path, file: Any, wall_clock: WallClock, fsync: bool, owns_file: bool = True) -> None:
+        # Private: use create() or append_to(), which write the header first.
         self._path = path
         self._file = file
+        self._owns_file = owns_file
         self._wall_clock = wall_clock
         self._fsync = fsync
         self._next_seq = 0
@@ -246,6 +249,24 @@ class JournalWriter:
         writer._write_line(line)
         return writer
 
+    @classmethod
+    def append_to(cls, stream: Any, where: Path, header: dict[str, Any], *,
+                  wall_clock: WallClock | None = None) -> JournalWriter:
+        """A journal written onto the end of an open binary stream (one member of a
+        corpus archive, sessions.archive); closing the writer leaves the stream open."""
+        if not isinstance(header, dict):
+            raise TypeError(f"header must be a dict, got {type(header).__name__}")
+        clash = sorted(_HEADER_RESERVED & header.keys())
+        if clash:
+            raise ValueError(f"header keys {clash} are set by the journal and cannot be supplied")
+        clock = wall_clock or _default_wall_clock
+        full_header: dict[str, Any] = {"type": "header", "schema": JOURNAL_SCHEMA, "created": _iso_utc(clock())}
+        full_header.update(header)
+        _check_encodable(full_header, "header", where)
+        writer = cls(where, stream, clock, False, owns_file=False)
+        writer._write_line(_encode_line(full_header))
+        return writer
+
     @property
     def path(self) -> Path:
         """The journal.jsonl file being written."""
@@ -270,7 +291,8 @@ class JournalWriter:
     def close(self) -> None:
         if self._file is not None:
             file, self._file = self._file, None
-            file.close()
+            if self._owns_file:
+                file.close()
 
     def __enter__(self) -> JournalWriter:
         return self
@@ -398,7 +420,30 @@ def _report(
     return "; ".join(parts)
 
 
+@dataclass(frozen=True)
+class JournalBytes:
+    """A journal held in memory: one member of a corpus archive (sessions.archive).
+
+    Readers take it where they take a session folder. `flows` is the folder a header
+    that names its flow by hash (`flow_stored`) finds the flow in.
+    """
+
+    archive: Path
+    index: int  # 1-based, in the archive's order
+    data: bytes
+    flows: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.archive.name}#{self.index}"
+
+    def __str__(self) -> str:
+        return f"{self.archive}#{self.index}"
+
+
 def _resolve(path: Path) -> Path:
+    if isinstance(path, JournalBytes):
+        return path
     path = Path(path)
     if path.is_dir() and not (path.name == JOURNAL_FILENAME and not (path / JOURNAL_FILENAME).exists()):
         return path / JOURNAL_FILENAME
@@ -441,6 +486,35 @@ def _parse_header(raw: bytes, path: Path) -> dict[str, Any]:
     return header
 
 
+_stored_flows: dict[tuple[str, str], dict[str, Any]] = {}  # (folder, hash) -> what it adds to a header
+
+
+def _with_stored_flow(header: dict[str, Any], file_path: Any) -> dict[str, Any]:
+    """A header that names its flow by hash, with the flow stored beside the corpus
+    (`flows/<hash>.json`, sessions.archive) put back: readers see a whole header."""
+    where = f"{file_path} line 1"
+    wanted, name = header.get("flow_hash"), header.get("flow_stored")
+    if not isinstance(wanted, str) or not isinstance(name, str) or "/" in name.replace("flows/", "", 1) or ".." in name:
+        raise JournalError(f"{where}: 'flow_stored' {name!r} with 'flow_hash' {wanted!r}: expected a file under flows/ and its hash")
+    if isinstance(file_path, JournalBytes):
+        folders = [file_path.flows or file_path.archive.parent]
+    else:
+        folders = [Path(file_path).parent, Path(file_path).parent.parent]  # the session folder, the corpus
+    for folder in folders:
+        key = (str(folder), wanted)
+        if key not in _stored_flows:
+            try:
+                stored = json.loads((folder / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(stored, dict) or document_hash(stored.get("flow_document")) != wanted:
+                continue  # a file by that name, but not that flow
+            _stored_flows[key] = {k: v for k, v in stored.items() if k in ("flow_document", "ladder_policy")}
+        return {**header, **_stored_flows[key]}
+    raise JournalError(f"{where}: flow hash {wanted}: no stored flow matches "
+                       f"(looked for {name} in {' and '.join(str(f) for f in folders)})")
+
+
 def _after(seq: int) -> str:
     return "start" if seq < 0 else str(seq)
 
@@ -473,6 +547,8 @@ def _record_problem(record: Any, expected_seq: int, last_t_ms: float | None) -> 
 
 
 def _open(file_path: Path):
+    if isinstance(file_path, JournalBytes):
+        return io.BytesIO(file_path.data)
     try:
         return open(file_path, "rb")
     except OSError as e:
@@ -510,6 +586,8 @@ def iter_records(
         except OSError as e:
             raise JournalError(f"{file_path}: cannot read the journal: {e.strerror or e}") from None
         scan.header = _parse_header(first.rstrip(b"\r\n"), file_path)
+        if "flow_stored" in scan.header and "flow_document" not in scan.header:
+            scan.header = _with_stored_flow(scan.header, file_path)
 
         expected_seq = 0
         last_t_ms: float | None = None

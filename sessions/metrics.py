@@ -94,9 +94,16 @@ class Metrics:
     episodes_with_hold: int = 0
     sequences: Counter = field(default_factory=Counter)  # "question > gentle_check > close" -> episodes
 
+    unreadable_named: list[str] = field(default_factory=list)  # which, and why
+
+    def note_unreadable(self, text: str) -> None:
+        self.unreadable += 1
+        self.unreadable_named.append(text)
+
     def add(self, other: Metrics) -> None:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
+        self.unreadable_named += other.unreadable_named
         self.skipped_lines += other.skipped_lines
         for kind, states in other.prompts.items():
             self.prompts.setdefault(kind, Counter()).update(states)
@@ -122,7 +129,7 @@ class Metrics:
         out.append(("episodes (eligible: a question was pending)", self.episodes, None, ""))
         for outcome, count in sorted(self.outcomes.items()):
             out.append((f"episode outcome: {outcome}", count, self.episodes, "episodes"))
-        for stage in sorted(self.reached, key=lambda s: -self.reached[s]):
+        for stage in sorted(self.reached, key=lambda s: (-self.reached[s], s)):  # ties by name: any split, one order
             out.append((f"caller resumed after {stage}", self.resumed_after[stage], self.reached[stage], f"episodes that reached {stage}"))
         out.append(("explicit wait requests", self.explicit_waits, None, ""))
         out.append(("episodes with a hold", self.episodes_with_hold, self.episodes, "episodes"))
@@ -134,16 +141,17 @@ class Metrics:
         return {
             "sessions": self.sessions,
             "unreadable": self.unreadable,
+            "unreadable_named": sorted(self.unreadable_named),
             "skipped_lines": self.skipped_lines,
             "prompts": {k: dict(v) for k, v in sorted(self.prompts.items())},
             "episodes": self.episodes,
-            "episode_outcomes": dict(self.outcomes),
-            "session_outcomes": dict(self.session_outcomes),
-            "stage_reached": dict(self.reached),
-            "resumed_after_stage": dict(self.resumed_after),
+            "episode_outcomes": dict(sorted(self.outcomes.items())),
+            "session_outcomes": dict(sorted(self.session_outcomes.items())),
+            "stage_reached": dict(sorted(self.reached.items())),
+            "resumed_after_stage": dict(sorted(self.resumed_after.items())),
             "explicit_wait_requests": self.explicit_waits,
             "episodes_with_hold": self.episodes_with_hold,
-            "prompt_sequences": dict(self.sequences.most_common()),
+            "prompt_sequences": dict(sorted(self.sequences.items(), key=lambda kv: (-kv[1], kv[0]))),
             "rows": [
                 {"metric": m, "count": c, "denominator": d, "of": of} for m, c, d, of in self.rows()
             ],
@@ -205,8 +213,8 @@ def session_metrics(path: Path) -> Metrics:
                 metrics.outcomes[detail.get("outcome", "unknown")] += 1
                 sequence = " > ".join(detail.get("prompt_sequence") or ["(none)"])
                 metrics.sequences[sequence] += 1
-    except (ValueError, OSError):
-        return Metrics(unreadable=1)
+    except (ValueError, OSError) as exc:
+        return Metrics(unreadable=1, unreadable_named=[str(exc).splitlines()[0] if str(exc) else str(path)])
     open_episodes = seen_episodes - ended
     metrics.outcomes.update({"still_open": len(open_episodes)} if open_episodes else {})
     metrics.episodes = len(seen_episodes)
@@ -220,6 +228,6 @@ def session_metrics(path: Path) -> Metrics:
     return metrics
 
 
-def folder_metrics(root: Path, workers: int | None = None) -> Metrics:
-    """All sessions under `root`, read by a pool of processes (both cores)."""
-    return map_sessions([root], session_metrics, Metrics(), workers)
+def folder_metrics(root: Path, workers: int | None = None, progress=None, scheduler=None) -> Metrics:
+    """All sessions under `root`, read on every core (or a Dask cluster: sessions.corpus)."""
+    return map_sessions([root], session_metrics, Metrics(), workers, progress, scheduler)

@@ -41,6 +41,7 @@ from ladder.flow.runtime import FlowRuntime
 from ladder.flow.shared_intents import flow_intents
 from ladder.flow.text import LexicalMatcher
 
+from .archive import ArchiveWriter, store_flow
 from .flowfiles import load_flow
 from .journal import document_hash
 from .population import Population
@@ -348,12 +349,25 @@ def _init_worker(flow_ref: str, flow_base: str | None, population: Population) -
                    matcher=CachedMatcher(LexicalMatcher(intents, flow.spec.intent_threshold), intents))
 
 
-def _run_chunk(out: str, seed: int, indices: range) -> int:
+def archive_name(first: int, archive: str) -> str:
+    return f"calls-{first:07d}.jsonl.{archive}"
+
+
+def _run_chunk(out: str, seed: int, indices: range, archive: str | None = None) -> int:
+    """Simulate and write `indices`: a session folder each, or one archive for them all."""
     flow, population, matcher = _worker["flow"], _worker["population"], _worker["matcher"]
-    for index in indices:
-        caller = simulate_call(flow, population, seed, index, matcher)
-        header = simulation_header(flow, seed, index, population)
-        caller.call.write_journal(call_folder(Path(out), index), header, redact=caller.runtime.redact)
+    if archive is None:
+        for index in indices:
+            caller = simulate_call(flow, population, seed, index, matcher)
+            header = simulation_header(flow, seed, index, population)
+            caller.call.write_journal(call_folder(Path(out), index), header, redact=caller.runtime.redact)
+        return len(indices)
+    path = Path(out) / archive_name(indices.start, archive)
+    with ArchiveWriter(path) as writer:
+        for index in indices:
+            caller = simulate_call(flow, population, seed, index, matcher)
+            header = store_flow(Path(out), simulation_header(flow, seed, index, population))
+            caller.call.append_journal(writer.stream, path, header, redact=caller.runtime.redact)
     return len(indices)
 
 
@@ -364,22 +378,28 @@ def _chunks(start: int, calls: int, size: int) -> Iterator[range]:
 
 def simulate_corpus(out: Path, flow_ref: str, flow_base: Path | None, calls: int, seed: int,
                     population: Population, workers: int | None = None,
-                    progress: Callable[[int], None] | None = None) -> int:
-    """Write `calls` simulated journals under `out` (call-0000000 ...); returns how many."""
+                    progress: Callable[[int], None] | None = None,
+                    archive: str | None = None, per_archive: int = 1000) -> int:
+    """Write `calls` simulated journals under `out`: session folders (call-0000000 ...),
+    or with `archive` ("gz" or "zst") archives of `per_archive` calls each, the flow
+    stored once in out/flows/; returns how many."""
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
     done = 0
-    chunk = max(1, min(200, calls // (workers * 8) or 1))
+    if archive is not None:  # archives small enough that every core reads one
+        chunk = max(1, min(per_archive, -(-calls // (workers * 2))))
+    else:
+        chunk = max(1, min(200, calls // (workers * 8) or 1))
     base = str(flow_base) if flow_base else None
     if workers == 1:
         _init_worker(flow_ref, base, population)
         for indices in _chunks(0, calls, chunk):
-            done += _run_chunk(str(out), seed, indices)
+            done += _run_chunk(str(out), seed, indices, archive)
             if progress:
                 progress(done)
         return done
     with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(flow_ref, base, population)) as pool:
-        futures = [pool.submit(_run_chunk, str(out), seed, indices) for indices in _chunks(0, calls, chunk)]
+        futures = [pool.submit(_run_chunk, str(out), seed, indices, archive) for indices in _chunks(0, calls, chunk)]
         for future in futures:
             done += future.result()
             if progress:

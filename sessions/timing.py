@@ -110,6 +110,9 @@ class TimingPart:
     hold_budget_ms: list[float] = field(default_factory=list)
     waits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # question -> ladder stages
 
+    def note_unreadable(self, text: str) -> None:
+        self.unreadable.append(text)
+
     def add(self, other: TimingPart) -> None:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
@@ -303,9 +306,10 @@ def _chain(first: dict | None, rest: Iterable[dict]) -> Iterable[dict]:
 
 
 def corpus_timing(roots: list[Path], workers: int | None = None,
-                  progress: Callable[[int], None] | None = None, only_flow: str | None = None) -> TimingPart:
-    """Every session under `roots`, read by a pool of processes."""
-    return map_sessions(roots, partial(journal_timing, only_flow=only_flow), TimingPart(), workers, progress)
+                  progress: Callable[[int], None] | None = None, only_flow: str | None = None,
+                  scheduler: Any = None) -> TimingPart:
+    """Every session under `roots`, read on every core (or a Dask cluster: sessions.corpus)."""
+    return map_sessions(roots, partial(journal_timing, only_flow=only_flow), TimingPart(), workers, progress, scheduler)
 
 
 # -- the report ------------------------------------------------------------------------

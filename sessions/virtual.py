@@ -266,12 +266,20 @@ class VirtualCall:
 
     def write_journal(self, folder: Path, header: dict, redact=None) -> Path:
         """Record this call as a session folder (S1): inputs and decisions, in order."""
-        clean = redact or (lambda record: record)
         # the header holds the designer's flow and policy, never caller data: kept whole
         with JournalWriter.create(folder, header) as journal:
-            for at, kind, payload in self.log:
-                if kind == "input":
-                    journal.write_input(at, clean(payload))
-                else:
-                    journal.write_decision(at, clean(payload))
+            self._write(journal, redact)
         return journal.path
+
+    def append_journal(self, stream, where: Path, header: dict, redact=None) -> None:
+        """Record this call onto the end of an open archive stream (sessions.archive)."""
+        with JournalWriter.append_to(stream, where, header) as journal:
+            self._write(journal, redact)
+
+    def _write(self, journal: JournalWriter, redact) -> None:
+        clean = redact or (lambda record: record)
+        for at, kind, payload in self.log:
+            if kind == "input":
+                journal.write_input(at, clean(payload))
+            else:
+                journal.write_decision(at, clean(payload))

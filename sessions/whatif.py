@@ -177,6 +177,9 @@ class WhatIfPart:
     partly: list[str] = field(default_factory=list)  # replayed up to damage
     other_flow: list[str] = field(default_factory=list)
 
+    def note_unreadable(self, text: str) -> None:
+        self.not_replayed.append(text)
+
     def add(self, other: WhatIfPart) -> None:
         self.sessions += other.sessions
         for name in ("reminders", "closed", "interrupted"):
@@ -275,8 +278,8 @@ def read_journal_header(folder: Path) -> dict:
 
 
 def corpus_whatif(roots: list[Path], edit: Edit, workers: int | None = None,
-                  progress: Callable[[int], None] | None = None) -> WhatIfPart:
-    return map_sessions(roots, partial(session_whatif, edit=edit), WhatIfPart(), workers, progress)
+                  progress: Callable[[int], None] | None = None, scheduler: Any = None) -> WhatIfPart:
+    return map_sessions(roots, partial(session_whatif, edit=edit), WhatIfPart(), workers, progress, scheduler)
 
 
 # -- the report -------------------------------------------------------------------------------

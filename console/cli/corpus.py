@@ -25,6 +25,8 @@ def corpus_simulate(
     seed: Annotated[int, typer.Option("--seed", help="The same seed makes the same calls.")] = 0,
     population: Annotated[Path | None, typer.Option("--population", help="A population file (JSON); the defaults without it.")] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Processes (0: every core).")] = 0,
+    archive: Annotated[str | None, typer.Option("--archive", help="gz or zst: archives of calls (calls-NNNNNNN.jsonl.gz), the flow stored once in flows/, instead of a folder a call.")] = None,
+    per_archive: Annotated[int, typer.Option("--per-archive", min=1, help="With --archive: at most this many calls an archive.")] = 1000,
 ) -> None:
     """Calls on the virtual clock, each a journal (source: simulated) from a caller
     population: how long callers take to answer each kind of question, who asks for
@@ -34,10 +36,13 @@ def corpus_simulate(
     Examples:
       lull corpus simulate calls/ --calls 10000 --seed 7
       lull corpus simulate calls/ --flow my_flow.json --population slow_callers.json
+      lull corpus simulate calls/ --calls 100000 --archive zst
     """
     from sessions.population import PopulationError, load_population
     from sessions.simulate import simulate_corpus
 
+    if archive not in (None, "gz", "zst"):
+        fail(f"--archive {archive!r}: expected gz or zst")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         fail(f"{out_dir}: exists and is not an empty folder; a corpus is written to a new or empty folder")
     try:
@@ -52,7 +57,8 @@ def corpus_simulate(
     progress = Progress("calls simulated", calls)
     start = time.monotonic()
     try:
-        done = simulate_corpus(out_dir, flow_ref, None, calls, seed, pop, workers or os.cpu_count(), progress)
+        done = simulate_corpus(out_dir, flow_ref, None, calls, seed, pop, workers or os.cpu_count(), progress,
+                               archive=archive, per_archive=per_archive)
     except OSError as exc:
         fail(f"{out_dir}: cannot write the corpus: {exc.strerror or exc}")
     progress.done()

@@ -133,6 +133,7 @@ def sessions_replay(
     summary: Annotated[bool, typer.Option("--summary", help="Over a corpus: before and after with denominators and 95 % intervals, not session by session.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="With --summary: print JSON.")] = False,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="With --summary: processes (default: one a core).")] = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Re-run each session's inputs through the core: CLEAN, or DRIFT at the first difference.
 
@@ -170,10 +171,10 @@ def sessions_replay(
     except (OSError, ValueError) as exc:
         fail(f"--policy {policy}: {str(exc).splitlines()[0]}")
     if summary:
-        _replay_summary(sessions, flow, other_flow, policy, other_policy, as_json, workers)
+        _replay_summary(sessions, flow, other_flow, policy, other_policy, as_json, workers, scheduler)
         return
-    if as_json or workers is not None:
-        fail("--json and --workers go with --summary")
+    if as_json or workers is not None or scheduler is not None:
+        fail("--json, --workers and --scheduler go with --summary")
     drift = broken = incomplete = False
     for path in sessions:
         try:
@@ -207,7 +208,7 @@ def sessions_replay(
 
 
 def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path: Path | None, policy,
-                    as_json: bool, workers: int | None) -> None:
+                    as_json: bool, workers: int | None, scheduler: str | None) -> None:
     from sessions.whatif import Edit, corpus_whatif
     from sessions.whatif import summary as whatif_summary
 
@@ -218,16 +219,13 @@ def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path
     edit = Edit(flow_document=flow.spec.model_dump(mode="json", by_alias=True, exclude_unset=True) if flow is not None else None,
                 policy=policy.model_dump(mode="json") if policy is not None else None)
     progress = Progress("sessions replayed")
-    try:
-        part = corpus_whatif(folders, edit, workers=workers, progress=progress)
-    except OSError as exc:
-        fail(f"cannot read the folders: {exc.strerror or exc}")
+    part = _read_corpus("folders", lambda: corpus_whatif(folders, edit, workers=workers, progress=progress, scheduler=scheduler))
     progress.done()
     data = whatif_summary(part)
     if part.sessions == 0 and not part.not_replayed:
         if part.other_flow:
             fail(f"no journal of flow {edit.flow_name} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
-        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
@@ -310,18 +308,39 @@ def sessions_export(
         print_text(f"wrote {out_path}")
 
 
+Scheduler = Annotated[str | None, typer.Option(
+    "--scheduler", help="A Dask scheduler's address (tcp://host:8786): read on that cluster; its workers must see "
+                        "the corpus at the same path. Without it: every core of this machine.")]
+
+
 def _check_corpus_folder(path: Path) -> None:
-    """A session folder or a folder of them, refused in one line otherwise."""
+    """A session folder, an archive, or a folder of them; refused in one line otherwise."""
+    from sessions.archive import SUFFIXES, is_archive
+
     if not path.exists():
-        fail(f"{path}: no such session or folder")
-    if not path.is_dir():
-        fail(f"{path}: not a folder; expected a session folder or a folder of them")
+        fail(f"{path}: no such session, archive or folder")
+    if not path.is_dir() and not is_archive(path):
+        fail(f"{path}: not a folder or an archive ({', '.join('*' + s for s in SUFFIXES)}); "
+             "expected a session folder, an archive, or a folder of them")
+
+
+def _read_corpus(what: str, run):
+    """Run a corpus reader with its failures as one line each."""
+    from sessions.corpus import CorpusError
+
+    try:
+        return run()
+    except CorpusError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot read the {what}: {exc.strerror or exc}")
 
 
 @sessions_app.command("coverage")
 def sessions_coverage(
     folders: Annotated[list[Path], typer.Argument(help="Session folders, or folders of them.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    scheduler: Scheduler = None,
 ) -> None:
     """How often each stage, ladder stage, route and intent was reached, per flow, over
     a corpus of journals (rehearsals or production), and which never were.
@@ -334,12 +353,11 @@ def sessions_coverage(
 
     for folder in folders:
         _check_corpus_folder(folder)
-    try:
-        result = coverage(folders)
-    except OSError as exc:
-        fail(f"cannot read the folders: {exc.strerror or exc}")
+    progress = Progress("journals read")
+    result = _read_corpus("folders", lambda: coverage(folders, progress=progress, scheduler=scheduler))
+    progress.done()
     if result.sessions == 0 and not result.unreadable:
-        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
     data = result.to_dict()
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -365,6 +383,7 @@ def sessions_report(
     path: Annotated[Path, typer.Argument(help="A session folder, or a folder of them.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV: metric,count,denominator,of.")] = False,
+    scheduler: Scheduler = None,
 ) -> None:
     """Counts with their denominators over one session or many (read on every core).
 
@@ -382,12 +401,11 @@ def sessions_report(
     if as_json and as_csv:
         fail("--json and --csv: choose one output format")
     _check_corpus_folder(path)
-    try:
-        metrics = folder_metrics(path)
-    except OSError as exc:
-        fail(f"{path}: cannot read the folder: {exc.strerror or exc}")
+    progress = Progress("journals read")
+    metrics = _read_corpus("folder", lambda: folder_metrics(path, progress=progress, scheduler=scheduler))
+    progress.done()
     if metrics.sessions == 0 and metrics.unreadable == 0:
-        fail(f"{path}: no session folders (a session folder holds journal.jsonl)", code=1)
+        fail(f"{path}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
     if as_json:
         typer.echo(json.dumps(metrics.to_dict(), indent=2))
         return
@@ -407,7 +425,7 @@ def sessions_report(
         sequences = Table(title="Prompt sequence per episode", title_justify="left")
         sequences.add_column("sequence")
         sequences.add_column("episodes")
-        for sequence, count in metrics.sequences.most_common(12):
+        for sequence, count in sorted(metrics.sequences.items(), key=lambda kv: (-kv[1], kv[0]))[:12]:
             sequences.add_row(plain(sequence), str(count))
         out.print(sequences)
 
@@ -418,6 +436,7 @@ def sessions_timing(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV, a row per question and ladder stage.")] = False,
     flow: Annotated[str | None, typer.Option("--flow", help="Only journals of this flow (a file or a shipped flow's name); others are counted and named.")] = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """How long callers take: per question and ladder stage, the time from the observed
     end of what the agent said to the caller's first speech (N, p50, p90, p99, the share
@@ -447,15 +466,12 @@ def sessions_timing(
         except FlowFileError as exc:
             fail(f"--flow: {exc}")
     progress = Progress("journals read")
-    try:
-        part = corpus_timing(folders, progress=progress, only_flow=only_flow)
-    except OSError as exc:
-        fail(f"cannot read the folders: {exc.strerror or exc}")
+    part = _read_corpus("folders", lambda: corpus_timing(folders, progress=progress, only_flow=only_flow, scheduler=scheduler))
     progress.done()
     if part.sessions == 0 and not part.unreadable:
         if part.other_flow:
             fail(f"no journal of flow {only_flow} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
-        fail(f"{', '.join(map(str, folders))}: no session folders (a session folder holds journal.jsonl)", code=1)
+        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
     data = summary(part)
     if as_json:
         typer.echo(json.dumps(data, indent=2))

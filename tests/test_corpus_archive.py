@@ -1,0 +1,114 @@
+"""Corpus archives (`lull corpus simulate --archive gz|zst`): journals back to back in one
+compressed file, the flow stored once beside them by hash; every corpus reader gives
+the same figures as over session folders, and damage is named, never fatal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from console.cli import app
+from sessions.archive import members
+from sessions.population import Population
+from sessions.simulate import simulate_corpus
+
+runner = CliRunner()
+FLOW = Path(__file__).parent / "flows" / "yardstick" / "loan_repayment.json"
+CALLS = 120
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("archives")
+    made = {}
+    for kind in ("folders", "zst", "gz"):
+        made[kind] = root / kind
+        simulate_corpus(made[kind], str(FLOW), None, CALLS, 11, Population(), workers=1,
+                        archive=None if kind == "folders" else kind, per_archive=50)
+    return made
+
+
+def _json(*args: str, code: int = 0) -> dict:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return json.loads(result.stdout)
+
+
+def _without_names(data):
+    """Figures only: sessions are named by folder in one corpus, by archive member in the other."""
+    if isinstance(data, dict):
+        return {k: _without_names(v) for k, v in data.items() if not k.endswith("_sessions")}
+    if isinstance(data, list):
+        return [_without_names(v) for v in data if not isinstance(v, str)]
+    return data
+
+
+def test_an_archive_holds_the_calls_smaller_with_the_flow_stored_once(corpora):
+    archives = sorted(corpora["zst"].glob("*.jsonl.zst"))
+    assert [a.name for a in archives] == ["calls-0000000.jsonl.zst", "calls-0000050.jsonl.zst", "calls-0000100.jsonl.zst"]
+    stored = list((corpora["zst"] / "flows").iterdir())
+    assert len(stored) == 1 and stored[0].name.startswith("sha256-")
+    first = next(members(archives[0], []))
+    header = json.loads(first.data.split(b"\n", 1)[0])
+    assert "flow_document" not in header and header["flow_stored"] == f"flows/{stored[0].name}"
+    folders_size = sum(f.stat().st_size for f in corpora["folders"].rglob("*") if f.is_file())
+    zst_size = sum(f.stat().st_size for f in corpora["zst"].rglob("*") if f.is_file())
+    assert zst_size * 5 < folders_size, (zst_size, folders_size)
+
+
+@pytest.mark.parametrize("kind", ["zst", "gz"])
+def test_every_reader_gives_the_same_figures_over_an_archive(corpora, kind, tmp_path):
+    folders, archive = str(corpora["folders"]), str(corpora[kind])
+    timing = _json("sessions", "timing", archive, "--json")
+    assert timing["sessions"] == CALLS and not timing["unreadable"]
+    assert _without_names(timing) == _without_names(_json("sessions", "timing", folders, "--json"))
+    report = _json("sessions", "report", archive, "--json")
+    assert report == _json("sessions", "report", folders, "--json")
+    coverage = _json("sessions", "coverage", archive, "--json")
+    assert coverage == _json("sessions", "coverage", folders, "--json")
+    edited = tmp_path / "edited.json"
+    document = json.loads(FLOW.read_text(encoding="utf-8"))
+    document["intent_threshold"] = 0.9  # a shyer matcher: some turns read differently
+    edited.write_text(json.dumps(document), encoding="utf-8")
+    whatif = _json("sessions", "replay", archive, "--flow", str(edited), "--summary", "--json")
+    assert whatif["sessions"] == CALLS
+    assert whatif == _json("sessions", "replay", folders, "--flow", str(edited), "--summary", "--json")
+
+
+def test_a_damaged_archive_gives_up_what_it_holds_and_is_named(corpora, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "flows").mkdir()
+    for f in (corpora["zst"] / "flows").iterdir():
+        (broken / "flows" / f.name).write_bytes(f.read_bytes())
+    for f in corpora["zst"].glob("*.jsonl.zst"):
+        data = f.read_bytes()
+        # the first archive cut to two thirds: a copy interrupted mid-way
+        (broken / f.name).write_bytes(data[: len(data) * 2 // 3] if f.name.endswith("0000000.jsonl.zst") else data)
+    timing = _json("sessions", "timing", str(broken), "--json")
+    named = " ".join(timing["unreadable"])
+    assert "calls-0000000.jsonl.zst" in named and "unreadable after member" in named
+    assert 70 + 20 < timing["sessions"] < CALLS  # the other archives whole, part of the first
+
+
+def test_a_flow_hash_no_stored_flow_matches_is_named_per_journal(corpora, tmp_path):
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    archive = next(corpora["zst"].glob("calls-0000100.jsonl.zst"))
+    (lost / archive.name).write_bytes(archive.read_bytes())  # copied without its flows/
+    result = runner.invoke(app, ["sessions", "timing", str(lost), "--json"])
+    data = json.loads(result.stdout)
+    assert data["sessions"] == 0 and len(data["unreadable"]) == 20
+    result = runner.invoke(app, ["sessions", "replay", str(lost), "--summary"])
+    assert result.exit_code == 3
+    flat = " ".join(result.output.split())
+    assert "no stored flow matches" in flat and "verdict on 0 of 20" in flat
+
+
+def test_simulate_refuses_an_unknown_archive_kind(tmp_path):
+    result = runner.invoke(app, ["corpus", "simulate", str(tmp_path / "x"), "--archive", "rar", "--calls", "1"])
+    assert result.exit_code == 2 and "expected gz or zst" in result.output
+    assert not (tmp_path / "x").exists()
