@@ -6,6 +6,9 @@ many recorded sessions, with peak memory.
 `core`: the ladder core's cost per event on a pseudo-random call schedule, beside seed
 000's reference ladder (sessions.seed_ladder) on the same schedule, and their ratio.
 
+`corpus`: journals a second on one core for `sessions timing` and for replay, beside
+merely reading and parsing the same journals, over session folders and archives.
+
 `growth`: the same work at two sizes (a journal of N and 2N records, a flow of M and
 2M stages), so a cost that grows faster than the input shows as a ratio above 2.
 """
@@ -349,4 +352,81 @@ def run_core_bench(events: int = 100_000, rounds: int = 5, seed: int = 0) -> dic
     }
 
 
-__all__ = ["core_schedule", "long_session", "run_core_bench", "run_growth_bench", "run_replay_bench"]
+def _read_only(journal) -> int:
+    from .journal import JournalScan, iter_records
+
+    n = 0
+    for _ in iter_records(journal, JournalScan()):
+        n += 1
+    return n
+
+
+def _replay_clean(journal) -> bool:
+    from .replay import replay
+
+    return replay(journal).verdict == "CLEAN"
+
+
+def run_corpus_bench(calls: int = 2000, corpus: Path | None = None, seed: int = 0) -> dict:
+    """Per core, in one run: reading and parsing, timing and replay, over the same journals.
+
+    Without `corpus`, `calls` simulated calls of the shipped flow are written twice,
+    as session folders and as .jsonl.zst archives; each reader runs in this process
+    (one core) over each form, rounds interleaved, the best of two counting.
+    """
+    import shutil
+
+    from .archive import is_archive, members
+    from .corpus import corpus_units
+    from .flowfiles import DEFAULT_FLOW
+    from .population import Population
+    from .simulate import simulate_corpus
+    from .timing import journal_timing
+
+    made = None
+    forms: dict[str, Path] = {}
+    if corpus is None:
+        made = Path(tempfile.mkdtemp(prefix="lull-bench-corpus-"))
+        simulate_corpus(made / "folders", DEFAULT_FLOW, None, calls, seed, Population())
+        simulate_corpus(made / "archives", DEFAULT_FLOW, None, calls, seed, Population(), archive="zst")
+        forms = {"folders": made / "folders", "archives": made / "archives"}
+    else:
+        forms = {corpus.name: corpus}
+    try:
+        def journals(root: Path):
+            for unit in corpus_units([root]):
+                if is_archive(unit):
+                    yield from members(unit, [])
+                else:
+                    yield unit
+
+        work = {"read and parse": _read_only, "timing": journal_timing, "replay": _replay_clean}
+        best: dict[tuple[str, str], float] = {}
+        count: dict[str, int] = {}
+        for _ in range(2):
+            for form, root in forms.items():
+                for name, read in work.items():
+                    started = time.perf_counter()
+                    n = 0
+                    for journal in journals(root):
+                        read(journal)
+                        n += 1
+                    elapsed = time.perf_counter() - started
+                    best[(form, name)] = min(best.get((form, name), float("inf")), elapsed)
+                    count[form] = n
+        size = {form: sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) for form, root in forms.items()}
+        rows = []
+        for form in forms:
+            parse = best[(form, "read and parse")]
+            for name in work:
+                seconds = best[(form, name)]
+                rows.append({"form": form, "work": name, "journals": count[form],
+                             "journals_per_s_per_core": round(count[form] / seconds, 1),
+                             "times_read_and_parse": round(seconds / parse, 2)})
+        return {"calls": count, "bytes": size, "rows": rows}
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+__all__ = ["core_schedule", "long_session", "run_core_bench", "run_corpus_bench", "run_growth_bench", "run_replay_bench"]

@@ -437,6 +437,10 @@ class JournalBytes:
     def name(self) -> str:
         return f"{self.archive.name}#{self.index}"
 
+    @property
+    def parent(self) -> Path:
+        return self.archive.parent
+
     def __str__(self) -> str:
         return f"{self.archive}#{self.index}"
 

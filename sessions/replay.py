@@ -50,7 +50,7 @@ from ladder.policy import ABSENT_FROM_OLD_POLICIES
 from ladder.states import ProtocolError
 
 from .flowfiles import FlowFileError, check_data, load_flow
-from .journal import Journal, SeqGap, SkippedLine, read_journal
+from .journal import Journal, JournalBytes, SeqGap, SkippedLine, document_hash, read_journal
 
 OWN_FIELDS = ("seq", "t_ms", "wall", "type", "clock_behind_ms")
 OBSERVATION = "Observation"  # a measurement journaled beside the decisions, not one of them
@@ -277,6 +277,9 @@ def session_steps(journal: Journal, go_on: bool = False) -> Steps:
 # -- the core --------------------------------------------------------------------------
 
 
+_compiled: dict[tuple[str, int], Any] = {}  # (document hash, ladder defaults) -> CompiledFlow
+
+
 def build_core(journal: Journal, flow_override=None):
     """A fresh core for this journal: its ladder policy, or its flow (or another one)."""
     header = journal.header
@@ -304,10 +307,15 @@ def build_core(journal: Journal, flow_override=None):
                 f"{journal.path} line 1: field 'ladder_defaults': {defaults!r} is not one this Lull knows "
                 f"({', '.join(map(str, KNOWN_LADDER_DEFAULTS))})"
             )
-        report = check_data(document, f"{journal.path}: header flow_document", ladder_defaults=defaults)
-        if report.flow is None:
-            raise ReplayError(report.errors[0].line())
-        return FlowRuntime(report.flow)
+        # compiled once per flow and process: a corpus of one flow compiles it once
+        key = (document_hash(document), defaults)
+        flow = _compiled.get(key)
+        if flow is None:
+            report = check_data(document, f"{journal.path}: header flow_document", ladder_defaults=defaults)
+            if report.flow is None:
+                raise ReplayError(report.errors[0].line())
+            flow = _compiled[key] = report.flow
+        return FlowRuntime(flow)
     name = header.get("flow")
     if not name or not isinstance(name, str):
         raise ReplayError(f"{journal.path}: the header names no flow and holds no flow document")
@@ -395,7 +403,9 @@ def replay(path: Path, flow_override=None) -> Replay:
         produced: list[dict] = []
         if step.input is not None:
             inputs += 1
-            produced = [redact(e.to_dict()) for e in feed(core, step.input, journal.path)]
+            # redacted only where it differs from the record: a record equal to what the core
+            # produced held nothing to redact (the writer redacted with this same state)
+            produced = [e.to_dict() for e in feed(core, step.input, journal.path)]
         if step.lost_before is not None:
             if step.decisions:
                 unverified.append(f"the {len(step.decisions)} decision(s) after {_damage_text(step.damaged)}, "
@@ -411,8 +421,10 @@ def replay(path: Path, flow_override=None) -> Replay:
         same = 0
         for record, expected, got in zip(step.decisions, recorded, produced, strict=False):
             if expected != got:
-                differs = {"seq": record["seq"], "t_ms": record["t_ms"], "expected": expected, "got": got, "step_seq": step.seq}
-                break
+                got = redact(got)
+                if expected != got:
+                    differs = {"seq": record["seq"], "t_ms": record["t_ms"], "expected": expected, "got": got, "step_seq": step.seq}
+                    break
             same += 1
         last = index == len(grouped.steps) - 1
         if differs is None and len(recorded) < len(produced) and last and grouped.last_may_be_cut:
@@ -428,7 +440,7 @@ def replay(path: Path, flow_override=None) -> Replay:
                 "seq": extra["seq"] if extra else None,
                 "t_ms": extra["t_ms"] if extra else step.t_ms,
                 "expected": recorded[len(produced)] if extra else None,
-                "got": produced[len(recorded)] if len(produced) > len(recorded) else None,
+                "got": redact(produced[len(recorded)]) if len(produced) > len(recorded) else None,
                 "step_seq": step.seq,
             }
         if differs is not None and first is None and uncertain is not None:
@@ -454,7 +466,7 @@ def replay(path: Path, flow_override=None) -> Replay:
     else:
         verdict = "CLEAN"
     return Replay(
-        Path(path),
+        path if isinstance(path, JournalBytes) else Path(path),
         verdict,
         inputs,
         decisions,

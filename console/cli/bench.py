@@ -352,6 +352,36 @@ def bench_core(
                             f"{result['target_ratio']:g}x) ", ("met" if met else "MISSED", "green" if met else "bold red")))
 
 
+@bench_app.command("corpus")
+def bench_corpus(
+    calls: Annotated[int, typer.Option("--calls", min=10, help="Simulated calls to measure on (without --corpus).")] = 2000,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="Measure on this corpus instead (folders or archives).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Journals a second on one core for `sessions timing` and for replay, beside merely
+    reading and parsing the same journals, as session folders and as archives, in one run.
+
+    Example: lull bench corpus --calls 5000
+    """
+    from sessions.bench import run_corpus_bench
+
+    if corpus is not None and not corpus.exists():
+        fail(f"--corpus {corpus}: no such folder or archive")
+    with err.status("simulating, then reading, timing and replaying the same journals…"):
+        result = run_corpus_bench(calls, corpus)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for form, n in result["calls"].items():
+        out.print(plain(f"{form}: {n} journals, {result['bytes'][form] / 1e6:.1f} MB ({result['bytes'][form] / max(n, 1) / 1e3:.1f} KB a call)"))
+    table = Table(title="One core, best of two rounds", title_justify="left")
+    for column in ("corpus", "work", "journals/s a core", "x reading and parsing"):
+        table.add_column(column)
+    for row in result["rows"]:
+        table.add_row(plain(row["form"]), row["work"], f"{row['journals_per_s_per_core']:,}", f"{row['times_read_and_parse']}")
+    out.print(table)
+
+
 @bench_app.command("growth")
 def bench_growth(
     records: Annotated[int, typer.Option("--records", min=100, help="N: journal records of the smaller call (the larger has 2N).")] = 20_000,

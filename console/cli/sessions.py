@@ -127,7 +127,7 @@ def header_lines(header: dict) -> list[tuple[str, str]]:
 
 @sessions_app.command("replay")
 def sessions_replay(
-    sessions: Annotated[list[Path], typer.Argument(help="Session folders.")],
+    sessions: Annotated[list[Path], typer.Argument(help="Session folders, archives, or folders of them.")],
     flow: Annotated[str | None, typer.Option("--flow", help="Paired replay: the same inputs under this flow.")] = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Paired replay under this ladder policy (JSON): an incident's, or a flow's default ladder.")] = None,
     summary: Annotated[bool, typer.Option("--summary", help="Over a corpus: before and after with denominators and 95 % intervals, not session by session.")] = False,
@@ -176,7 +176,7 @@ def sessions_replay(
     if as_json or workers is not None or scheduler is not None:
         fail("--json, --workers and --scheduler go with --summary")
     drift = broken = incomplete = False
-    for path in sessions:
+    for path in _journals(sessions, broken_out := []):
         try:
             if other_flow is not None or other_policy is not None:
                 report = paired_replay(path, flow=other_flow, policy=other_policy)
@@ -199,12 +199,34 @@ def sessions_replay(
             print_text(f"  {result.report}")
         drift |= result.verdict == "DRIFT"
         incomplete |= result.verdict == "INCOMPLETE"
+    for line in broken_out:  # an archive damaged past some of its journals
+        print_text(("error:", "bold red"), f" {line}", console=err)
+        broken = True
     if broken:
         raise typer.Exit(2)
     if drift:
         raise typer.Exit(1)
     if incomplete:
         raise typer.Exit(3)  # no difference seen, but not all of a journal was compared
+
+
+def _journals(paths: list[Path], damage: list[str]):
+    """Each session folder as given; an archive's journals, or a corpus folder's, one by one."""
+    from sessions.archive import is_archive, members
+    from sessions.corpus import corpus_units
+    from sessions.journal import JOURNAL_FILENAME
+
+    for path in paths:
+        if path.is_dir() and not (path / JOURNAL_FILENAME).exists() or is_archive(path):
+            units = list(corpus_units([path]))
+            if units:
+                for unit in sorted(units):
+                    if is_archive(unit):
+                        yield from members(unit, damage)
+                    else:
+                        yield unit
+                continue
+        yield path  # a session folder, or what the replay names as not one
 
 
 def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path: Path | None, policy,
