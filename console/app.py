@@ -17,6 +17,7 @@ from voices.backends.text import TextBackend
 
 from .commands import LullCommands
 from .messages import CallRestarted, HistoryChanged
+from .screens.corpus import CorpusScreen
 from .screens.editor import EditorScreen
 from .screens.help import HelpScreen
 from .screens.incidents import IncidentsScreen
@@ -65,12 +66,14 @@ class LullApp(App):
         "editor": EditorScreen,
         "incidents": IncidentsScreen,
         "sessions": SessionsScreen,
+        "corpus": CorpusScreen,
     }
     DEFAULT_MODE = "rehearse"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+        Binding("f11", "switch_mode('corpus')", "Corpus", id="corpus"),
         Binding("f12", "switch_mode('sessions')", "Sessions", id="sessions"),
         Binding("ctrl+r", "restart_call", "Restart call", id="restart_call", priority=True),
         Binding("question_mark", "help", "Help", id="help", show=False),
@@ -87,6 +90,7 @@ class LullApp(App):
         flow_document: dict | None = None,
         incident_dir: Path | None = None,
         recordings_dir: Path | None = None,
+        corpus_dir: Path | None = None,
         voice=None,
         notice: str = "",
         verbose: bool = False,
@@ -99,6 +103,8 @@ class LullApp(App):
         self.flow_document = flow_document if flow_document is not None else _document(flow, flow_path)
         self.incident_dir = incident_dir or Path.cwd() / "incidents"
         self.recordings_dir = recordings_dir or Path.cwd() / "recordings"
+        # the corpus screen's journals: a folder of session folders or archives, or one archive
+        self.corpus_dir = corpus_dir or self.recordings_dir
         self.voice = voice  # a PiperVoice for spoken previews, loaded on first use
         self.notice = console_notice(notice)
         self.verbose = verbose

@@ -27,6 +27,8 @@ def palette_commands(app) -> list[tuple[str, object, str]]:
     items: list[tuple[str, object, str]] = [
         ("Restart the call (keep applied edits)", app.action_restart_call, "a new call on the flow as edited"),
         ("Help: what the console shows", app.action_help, "generation, origin, estimates, badges"),
+        ("Corpus: response times and what the running flow would change", partial(app.switch_mode, "corpus"),
+         "histograms per question, coverage, what-if (F11)"),
     ]
     items += [(title, partial(app.inject, command), live) for title, command in COMMANDS]
     session = app.session

@@ -29,7 +29,7 @@ from ladder import LadderPolicy
 
 from .corpus import map_sessions
 from .flowfiles import check_data
-from .journal import JournalScan, iter_records
+from .journal import JournalScan, document_hash, iter_records
 from .paired import CAVEAT, paired_run
 
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
@@ -233,11 +233,14 @@ def _edited_flow(edit: Edit, header: dict):
     if not isinstance(document, dict):  # a ladder-only session: the policy replaces its own
         if edit.policy is None:
             raise ValueError("the session has no flow and the edit no ladder policy")
-        key = "policy"
+        key = f"policy:{document_hash(edit.policy)}"
         if key not in _cores:
             _cores[key] = LadderPolicy.model_validate(edit.policy)
         return _cores[key]
-    key = f"{header.get('flow_hash') if edit.flow_document is None else 'edited'}:{edit.policy is not None}"
+    # one compile per flow, edit and process (a console runs many edits in one process)
+    edited = document_hash(edit.flow_document) if edit.flow_document is not None else header.get("flow_hash")
+    policy = document_hash(edit.policy) if edit.policy is not None else None
+    key = f"{edited}:{policy}"
     if key not in _cores:
         if edit.policy is not None:
             document = {**document, "ladder": edit.policy}

@@ -63,6 +63,7 @@ def rehearse(
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
     ] = None,
     caller: Annotated[Path | None, typer.Option("--caller", help="file backend: the caller's audio (a WAV file).")] = None,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="The corpus screen's journals (F11): a folder of session folders or archives, or an archive. Default: ./recordings.")] = None,
     input_device: Annotated[str | None, typer.Option("--input-device", help="audio backend: microphone name or index.")] = None,
     output_device: Annotated[str | None, typer.Option("--output-device", help="audio backend: speaker name or index.")] = None,
     voice: Annotated[str | None, typer.Option("--voice", help="Another piper voice (.onnx with its .onnx.json).")] = None,
@@ -95,6 +96,8 @@ def rehearse(
         fail(f"--backend {backend}: expected audio, file, text or pipecat")
     if backend == "file" and caller is None:
         fail("--backend file needs --caller caller.wav (the caller's audio)")
+    if corpus is not None and not corpus.exists():
+        fail(f"--corpus {corpus}: no such folder or archive (a folder of session folders or archives, or an archive)")
     if backend == "pipecat":
         quiet_pipecat_logs()
         try:
@@ -139,7 +142,7 @@ def rehearse(
 
         LullApp(
             compiled, flow_path=path, backend=the_backend, journal_dir=journal, notice=notice, verbose=verbose,
-            backend_factory=another_backend,
+            backend_factory=another_backend, corpus_dir=corpus,
         ).run()
         return
     if notice:
