@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -128,21 +129,58 @@ def map_sessions(roots: Iterable[Path], read: Callable[[Any], Any], total: Part,
         for batch in batches:
             merge(*task(batch))
     else:
-        workers = workers or os.cpu_count() or 1
-        with ProcessPoolExecutor(workers) as pool:
-            running: dict[Future, list[Path]] = {}
-            for batch in batches:
-                running[pool.submit(task, batch)] = batch
-                if len(running) >= workers * IN_FLIGHT_PER_WORKER:
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        running.pop(future)
-                        merge(*future.result())
-            for future in list(running):
-                merge(*future.result())
+        _on_processes(workers or os.cpu_count() or 1, task, batches, merge, total)
     if progress:
         progress(done)
     return total
+
+
+def _on_processes(workers: int, task: Callable, batches: Iterator[list[Path]], merge: Callable, total: Any) -> None:
+    """Local worker processes. A worker that dies (killed, out of memory) breaks the pool:
+    what it and the others were running is run again in a new pool, once; a batch lost
+    twice is named as unreadable, and the run goes on."""
+    retry: list[list[Path]] = []
+    lost: dict[int, int] = {}  # id of a batch -> times its pool broke under it
+
+    def feed() -> Iterator[list[Path]]:
+        while True:
+            if retry:
+                yield retry.pop()
+                continue
+            following = next(batches, None)
+            if following is None:
+                return
+            yield following
+
+    while True:
+        running: dict[Future, list[Path]] = {}
+        with ProcessPoolExecutor(workers) as pool:
+            try:
+                for batch in feed():
+                    try:
+                        running[pool.submit(task, batch)] = batch
+                    except BrokenProcessPool:
+                        retry.append(batch)  # never ran: not counted as lost
+                        raise
+                    if len(running) >= workers * IN_FLIGHT_PER_WORKER:
+                        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                        for future in finished:
+                            merge(*future.result())
+                            running.pop(future)
+                for future in list(running):
+                    merge(*future.result())
+                    running.pop(future)
+                return
+            except BrokenProcessPool:
+                for future, batch in running.items():
+                    if future.done() and future.exception() is None:
+                        merge(*future.result())
+                    elif lost.get(id(batch), 0) >= 1:
+                        for unit in batch:
+                            total.note_unreadable(f"{unit} (its worker process died twice reading it)")
+                    else:
+                        lost[id(batch)] = 1
+                        retry.append(batch)
 
 
 def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merge: Callable, total: Any) -> None:

@@ -112,3 +112,24 @@ def test_simulate_refuses_an_unknown_archive_kind(tmp_path):
     result = runner.invoke(app, ["corpus", "simulate", str(tmp_path / "x"), "--archive", "rar", "--calls", "1"])
     assert result.exit_code == 2 and "expected gz or zst" in result.output
     assert not (tmp_path / "x").exists()
+
+
+def test_a_local_worker_process_killed_mid_run_loses_no_session(corpora):
+    import multiprocessing
+    import os
+    import signal
+
+    from sessions.timing import corpus_timing, summary
+
+    expected = summary(corpus_timing([corpora["folders"]], workers=1))
+    killed = []
+
+    def kill_a_worker(done: int) -> None:
+        children = multiprocessing.active_children()
+        if not killed and children:
+            os.kill(children[0].pid, signal.SIGKILL)
+            killed.append(children[0].pid)
+
+    got = summary(corpus_timing([corpora["folders"]], workers=2, progress=kill_a_worker))
+    assert killed, "a worker was killed during the run"
+    assert got["unreadable"] == [] and got == expected
