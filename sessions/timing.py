@@ -15,12 +15,12 @@ so a corpus is read on every core and the result does not depend on the split.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from statistics import median
 from typing import Any
 
 from .flowfiles import check_data
@@ -35,14 +35,39 @@ _LABELS = {"question": QUESTION, "restate": QUESTION, "reprompt": "reprompt", "a
 
 @dataclass
 class Samples:
-    """Response times: observed (the caller spoke) and censored (cut off before)."""
+    """Response times: observed (the caller spoke) and censored (cut off before).
 
-    spoke: list[float] = field(default_factory=list)
-    censored: list[float] = field(default_factory=list)
+    Kept as counts per whole millisecond (a journal's resolution), not as lists: the
+    memory a question takes is bounded by the longest wait, not by the corpus size.
+    """
+
+    spoke: Counter = field(default_factory=Counter)
+    censored: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        # Samples(spoke=[...], censored=[...]): lists of times are counted
+        if not isinstance(self.spoke, Counter):
+            self.spoke = Counter(round(t) for t in self.spoke)
+        if not isinstance(self.censored, Counter):
+            self.censored = Counter(round(t) for t in self.censored)
+
+    def said(self, t: float) -> None:
+        self.spoke[round(t)] += 1
+
+    def cut(self, t: float) -> None:
+        self.censored[round(t)] += 1
+
+    @property
+    def n(self) -> int:
+        return sum(self.spoke.values())
+
+    @property
+    def n_censored(self) -> int:
+        return sum(self.censored.values())
 
     def add(self, other: Samples) -> None:
-        self.spoke += other.spoke
-        self.censored += other.censored
+        self.spoke.update(other.spoke)
+        self.censored.update(other.censored)
 
     def steps(self) -> list[tuple[float, float]]:
         """The Kaplan-Meier curve, (time, share still silent) at each time someone spoke."""
@@ -67,21 +92,15 @@ class Samples:
         return self.quantiles(q)[0]
 
 
-def _km_steps(spoke: list[float], censored: list[float]) -> list[tuple[float, float]]:
-    events = sorted([(t, 1) for t in spoke] + [(t, 0) for t in censored], key=lambda e: (e[0], -e[1]))
-    at_risk = len(events)
-    s, steps, i = 1.0, [], 0
-    while i < len(events):
-        t = events[i][0]
-        deaths = removed = 0
-        while i < len(events) and events[i][0] == t:
-            deaths += events[i][1]
-            removed += 1
-            i += 1
+def _km_steps(spoke: Counter, censored: Counter) -> list[tuple[float, float]]:
+    at_risk = sum(spoke.values()) + sum(censored.values())
+    s, steps = 1.0, []
+    for t in sorted(spoke.keys() | censored.keys()):
+        deaths = spoke.get(t, 0)
         if deaths:
             s *= 1 - deaths / at_risk
-            steps.append((t, s))
-        at_risk -= removed
+            steps.append((float(t), s))
+        at_risk -= deaths + censored.get(t, 0)  # censored at t were still at risk at t
     return steps
 
 
@@ -98,16 +117,17 @@ class TimingPart:
     # (question, ladder stage) -> samples from that stage's prompt end to the next speech
     stages: dict[tuple[str, str], Samples] = field(default_factory=dict)
     # (question, ladder stage) -> ms from the question's end to the stage's prompt request
-    stage_offsets: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    stage_offsets: dict[tuple[str, str], Counter] = field(default_factory=dict)  # ms -> episodes
     spoke_over_question: dict[str, int] = field(default_factory=dict)
     reminders: dict[str, int] = field(default_factory=dict)
     too_early: dict[str, int] = field(default_factory=dict)
     closes: dict[str, int] = field(default_factory=dict)
     closed_after_speaking: dict[str, list[str]] = field(default_factory=dict)  # question -> sessions
-    holds: list[float] = field(default_factory=list)  # each hold's length
-    hold_totals: list[float] = field(default_factory=list)  # all holds of an episode
-    hold_ms: list[float] = field(default_factory=list)  # the policy's hold and budget, per episode
-    hold_budget_ms: list[float] = field(default_factory=list)
+    # counts per whole ms, as Samples: bounded memory however many sessions
+    holds: Counter = field(default_factory=Counter)  # each hold's length
+    hold_totals: Counter = field(default_factory=Counter)  # all holds of an episode
+    hold_ms: Counter = field(default_factory=Counter)  # the policy's hold and budget, per episode
+    hold_budget_ms: Counter = field(default_factory=Counter)
     waits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # question -> ladder stages
 
     def note_unreadable(self, text: str) -> None:
@@ -123,17 +143,15 @@ class TimingPart:
         for key, samples in other.stages.items():
             self.stages.setdefault(key, Samples()).add(samples)
         for key, offsets in other.stage_offsets.items():
-            self.stage_offsets.setdefault(key, []).extend(offsets)
+            self.stage_offsets.setdefault(key, Counter()).update(offsets)
         for name in ("spoke_over_question", "reminders", "too_early", "closes"):
             mine = getattr(self, name)
             for key, n in getattr(other, name).items():
                 mine[key] = mine.get(key, 0) + n
         for key, names in other.closed_after_speaking.items():
             self.closed_after_speaking.setdefault(key, []).extend(names)
-        self.holds += other.holds
-        self.hold_totals += other.hold_totals
-        self.hold_ms += other.hold_ms
-        self.hold_budget_ms += other.hold_budget_ms
+        for name in ("holds", "hold_totals", "hold_ms", "hold_budget_ms"):
+            getattr(self, name).update(getattr(other, name))
         for key, waits in other.waits.items():
             self.waits.setdefault(key, waits)
 
@@ -204,20 +222,20 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
 
     def censor(ep: _Episode, t: float) -> None:
         if not ep.spoke and ep.question_end is not None:
-            part.questions.setdefault(ep.question, Samples()).censored.append(max(0.0, t - ep.question_end))
+            part.questions.setdefault(ep.question, Samples()).cut(max(0.0, t - ep.question_end))
         if ep.last_end is not None:
             end_t, label = ep.last_end
-            part.stages.setdefault((ep.question, label), Samples()).censored.append(max(0.0, t - end_t))
+            part.stages.setdefault((ep.question, label), Samples()).cut(max(0.0, t - end_t))
             ep.last_end = None
         if ep.held_since is not None:
-            part.holds.append(t - ep.held_since)
+            part.holds[round(t - ep.held_since)] += 1
             ep.held_total += t - ep.held_since
             ep.held_since = None
 
     def close(ep: _Episode, t: float) -> None:
         censor(ep, t)
         if ep.held_total:
-            part.hold_totals.append(ep.held_total)
+            part.hold_totals[round(ep.held_total)] += 1
 
     for record in _chain(first, records):
         t = float(record.get("t_ms", last_t))
@@ -231,18 +249,18 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
                     ep.spoke = True
                     if ep.question_end is None:
                         part.spoke_over_question[ep.question] = part.spoke_over_question.get(ep.question, 0) + 1
-                        part.questions.setdefault(ep.question, Samples()).spoke.append(0.0)
+                        part.questions.setdefault(ep.question, Samples()).said(0.0)
                     else:
-                        part.questions.setdefault(ep.question, Samples()).spoke.append(t - ep.question_end)
+                        part.questions.setdefault(ep.question, Samples()).said(t - ep.question_end)
                 if ep.last_end is not None:
                     end_t, label = ep.last_end
-                    part.stages.setdefault((ep.question, label), Samples()).spoke.append(t - end_t)
+                    part.stages.setdefault((ep.question, label), Samples()).said(t - end_t)
                     ep.last_end = None
                 if ep.last_reminder is not None and t - ep.last_reminder <= TOO_EARLY_MS:
                     part.too_early[ep.question] = part.too_early.get(ep.question, 0) + 1
                 ep.last_reminder = None
                 if ep.held_since is not None:
-                    part.holds.append(t - ep.held_since)
+                    part.holds[round(t - ep.held_since)] += 1
                     ep.held_total += t - ep.held_since
                     ep.held_since = None
             elif kind == "playback_completed" and ep is not None:
@@ -253,7 +271,7 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
                         ep.question_end = t
                     if ep.last_end is not None:  # the caller stayed silent through it
                         censor_end, censor_label = ep.last_end
-                        part.stages.setdefault((ep.question, censor_label), Samples()).censored.append(t - censor_end)
+                        part.stages.setdefault((ep.question, censor_label), Samples()).cut(t - censor_end)
                     ep.last_end = (t, label)
             continue
         effect = record.get("effect")
@@ -265,7 +283,7 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
                     part.reminders[ep.question] = part.reminders.get(ep.question, 0) + 1
                     ep.last_reminder = t
                     if not ep.spoke and ep.question_end is not None:
-                        part.stage_offsets.setdefault((ep.question, record.get("stage")), []).append(t - ep.question_end)
+                        part.stage_offsets.setdefault((ep.question, record.get("stage")), Counter())[round(t - ep.question_end)] += 1
                 elif record.get("kind") == "close":
                     part.closes[ep.question] = part.closes.get(ep.question, 0) + 1
                     if ep.spoke:
@@ -280,8 +298,8 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
             current = _Episode(str(record.get("question")))
             episodes[record.get("episode")] = current
             part.waits.setdefault(current.question, waits_for(current.question))
-            part.hold_ms.append(float(policy.get("hold_ms", 0) or 0))
-            part.hold_budget_ms.append(float(policy.get("hold_budget_ms", 0) or 0))
+            part.hold_ms[float(policy.get("hold_ms", 0) or 0)] += 1
+            part.hold_budget_ms[float(policy.get("hold_budget_ms", 0) or 0)] += 1
         elif trace == "episode_ended" and current is not None:
             close(current, t)
             current = None
@@ -289,7 +307,7 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
             if record.get("state") == "held" and current.held_since is None:
                 current.held_since = t
             elif record.get("state") != "held" and current.held_since is not None:
-                part.holds.append(t - current.held_since)
+                part.holds[round(t - current.held_since)] += 1
                 current.held_total += t - current.held_since
                 current.held_since = None
     if current is not None:
@@ -315,6 +333,26 @@ def corpus_timing(roots: list[Path], workers: int | None = None,
 # -- the report ------------------------------------------------------------------------
 
 
+def _counted_quantile(counts: Counter, q: float, upper: bool = False) -> float | None:
+    """A quantile of counted values: the median as statistics.median takes it (the mean
+    of the middle two), or with `upper` the value at index int(n * q) of the sorted values."""
+    n = sum(counts.values())
+    if n == 0:
+        return None
+    ordered = sorted(counts.items())
+
+    def at(index: int) -> float:  # 0-based, in sorted order
+        seen = 0
+        for value, count in ordered:
+            seen += count
+            if seen > index:
+                return float(value)
+        return float(ordered[-1][0])
+    if upper:
+        return at(min(n - 1, int(n * q)))
+    return (at((n - 1) // 2) + at(n // 2)) / 2  # the median (q is 0.5 here)
+
+
 def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -336,16 +374,16 @@ def summary(part: TimingPart) -> dict:
         stages = []
         for name, wait_ms in waits:
             local = part.stages.get((question, QUESTION if name == (waits[0][0] if waits else None) else name))
-            offsets = part.stage_offsets.get((question, name), [])
+            offsets = part.stage_offsets.get((question, name), Counter())
             row: dict[str, Any] = {"stage": name, "wait_ms": wait_ms}
             if offsets:
-                offset = median(offsets)
+                offset = _counted_quantile(offsets, 0.5)
                 row["starts_after_question_ms"] = _ms(offset)
                 row["callers_still_silent_when_it_starts"] = round(survival(offset), 4)
             if local is not None and (local.spoke or local.censored):
                 p50, p90, p99 = local.quantiles(0.5, 0.9, 0.99)
                 row.update({
-                    "n": len(local.spoke), "censored": len(local.censored),
+                    "n": local.n, "censored": local.n_censored,
                     "p50_ms": _ms(p50), "p90_ms": _ms(p90), "p99_ms": _ms(p99),
                     "share_past_wait": round(local.survival()(wait_ms), 4),
                 })
@@ -368,7 +406,7 @@ def summary(part: TimingPart) -> dict:
         p50, p90, p99 = samples.quantiles(0.5, 0.9, 0.99)
         questions.append({
             "question": question,
-            "n": len(samples.spoke), "censored": len(samples.censored),
+            "n": samples.n, "censored": samples.n_censored,
             "p50_ms": _ms(p50), "p90_ms": _ms(p90), "p99_ms": _ms(p99),
             "spoke_over_question": part.spoke_over_question.get(question, 0),
             "stages": stages,
@@ -381,7 +419,7 @@ def summary(part: TimingPart) -> dict:
         })
     budget = max(part.hold_budget_ms) if part.hold_budget_ms else None
     hold_ms = max(part.hold_ms) if part.hold_ms else None
-    holds = sorted(part.holds)
+    holds = part.holds
     return {
         "sessions": part.sessions,
         "flows": sorted(part.flows),
@@ -389,14 +427,14 @@ def summary(part: TimingPart) -> dict:
         "other_flow": part.other_flow,
         "questions": questions,
         "holds": {
-            "n": len(holds),
-            "p50_ms": _ms(holds[len(holds) // 2]) if holds else None,
-            "p90_ms": _ms(holds[min(len(holds) - 1, int(len(holds) * 0.9))]) if holds else None,
+            "n": sum(holds.values()),
+            "p50_ms": _ms(_counted_quantile(holds, 0.5, upper=True)) if holds else None,
+            "p90_ms": _ms(_counted_quantile(holds, 0.9, upper=True)) if holds else None,
             "hold_ms": hold_ms,
-            "past_hold_ms": sum(1 for h in holds if hold_ms and h > hold_ms),
-            "episodes_with_holds": len(part.hold_totals),
+            "past_hold_ms": sum(n for h, n in holds.items() if hold_ms and h > hold_ms),
+            "episodes_with_holds": sum(part.hold_totals.values()),
             "budget_ms": budget,
-            "episodes_past_budget": sum(1 for h in part.hold_totals if budget and h > budget),
+            "episodes_past_budget": sum(n for h, n in part.hold_totals.items() if budget and h > budget),
         },
         "too_early_ms": TOO_EARLY_MS,
     }

@@ -139,7 +139,7 @@ class CorpusScreen(Screen):
         except (OSError, ValueError) as exc:
             self.post_message(CorpusRead(root, {}, {}, {}, problem=f"cannot read {root}: {exc}"))
             return
-        spoke = {q: [t / 1000 for t in samples.spoke] for q, samples in part.questions.items()}
+        spoke = {q: [t / 1000 for t, n in sorted(samples.spoke.items()) for _ in range(n)] for q, samples in part.questions.items()}
         self.post_message(CorpusRead(root, summary(part), spoke, covered.to_dict()))
 
     def _flow_key(self) -> str:
