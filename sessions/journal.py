@@ -194,6 +194,19 @@ def _encode_line(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+def _header_line(header: dict[str, Any], clock: WallClock, path: Any) -> bytes:
+    """The header as its encoded line, the journal's own keys first; refused if bad."""
+    if not isinstance(header, dict):
+        raise TypeError(f"header must be a dict, got {type(header).__name__}")
+    clash = sorted(_HEADER_RESERVED & header.keys())
+    if clash:
+        raise ValueError(f"header keys {clash} are set by the journal and cannot be supplied")
+    full_header: dict[str, Any] = {"type": "header", "schema": JOURNAL_SCHEMA, "created": _iso_utc(clock())}
+    full_header.update(header)
+    _check_encodable(full_header, "header", path)
+    return _encode_line(full_header)
+
+
 class JournalWriter:
     """Writes one session's journal. Create it with :meth:`JournalWriter.create`."""
 
@@ -224,18 +237,10 @@ class JournalWriter:
         """
         folder = Path(folder)
         path = folder / JOURNAL_FILENAME
-        if not isinstance(header, dict):
-            raise TypeError(f"header must be a dict, got {type(header).__name__}")
-        clash = sorted(_HEADER_RESERVED & header.keys())
-        if clash:
-            raise ValueError(f"header keys {clash} are set by the journal and cannot be supplied")
         clock = wall_clock or _default_wall_clock
-        full_header: dict[str, Any] = {"type": "header", "schema": JOURNAL_SCHEMA, "created": _iso_utc(clock())}
-        full_header.update(header)
-        # Validate before touching the disk, so a bad header leaves no empty
+        # Validated before touching the disk, so a bad header leaves no empty
         # journal behind that would then block a corrected retry.
-        _check_encodable(full_header, "header", path)
-        line = _encode_line(full_header)
+        line = _header_line(header, clock, path)
 
         folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -254,17 +259,10 @@ class JournalWriter:
                   wall_clock: WallClock | None = None) -> JournalWriter:
         """A journal written onto the end of an open binary stream (one member of a
         corpus archive, sessions.archive); closing the writer leaves the stream open."""
-        if not isinstance(header, dict):
-            raise TypeError(f"header must be a dict, got {type(header).__name__}")
-        clash = sorted(_HEADER_RESERVED & header.keys())
-        if clash:
-            raise ValueError(f"header keys {clash} are set by the journal and cannot be supplied")
         clock = wall_clock or _default_wall_clock
-        full_header: dict[str, Any] = {"type": "header", "schema": JOURNAL_SCHEMA, "created": _iso_utc(clock())}
-        full_header.update(header)
-        _check_encodable(full_header, "header", where)
+        line = _header_line(header, clock, where)
         writer = cls(where, stream, clock, False, owns_file=False)
-        writer._write_line(_encode_line(full_header))
+        writer._write_line(line)
         return writer
 
     @property
