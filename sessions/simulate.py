@@ -15,9 +15,11 @@ flow's own nearest-example matcher, as in scenarios.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -41,7 +43,7 @@ from ladder.flow.runtime import FlowRuntime
 from ladder.flow.shared_intents import flow_intents
 from ladder.flow.text import LexicalMatcher
 
-from .archive import ArchiveWriter, store_flow
+from .archive import ArchiveWriter, members, store_flow
 from .flowfiles import load_flow
 from .journal import document_hash
 from .population import Population
@@ -358,6 +360,8 @@ def _run_chunk(out: str, seed: int, indices: range, archive: str | None = None) 
     flow, population, matcher = _worker["flow"], _worker["population"], _worker["matcher"]
     if archive is None:
         for index in indices:
+            if call_folder(Path(out), index).exists():
+                continue  # resumed: written whole before the kill (a cut one was cleared)
             caller = simulate_call(flow, population, seed, index, matcher)
             header = simulation_header(flow, seed, index, population)
             caller.call.write_journal(call_folder(Path(out), index), header, redact=caller.runtime.redact)
@@ -376,35 +380,124 @@ def _chunks(start: int, calls: int, size: int) -> Iterator[range]:
         yield range(first, min(first + size, start + calls))
 
 
+MANIFEST = "corpus.json"  # what made the corpus: a resumed run must make the same calls
+
+
+class ResumeError(ValueError):
+    """A corpus that cannot be resumed as asked (one line: what differs, or what is missing)."""
+
+
+def _manifest(flow: CompiledFlow, seed: int, population: Population, archive: str | None, chunk: int) -> dict:
+    return {"made_by": "lull corpus simulate", "flow": flow.spec.name,
+            "flow_hash": simulation_header(flow, seed, 0, population)["flow_hash"], "seed": seed,
+            "population": population.model_dump(mode="json"), "archive": archive, "chunk": chunk}
+
+
+def _ends_closed(data: bytes) -> bool:
+    """A simulated journal written to its end: its last line whole, the session closed."""
+    if not data.endswith(b"\n"):
+        return False
+    last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        return json.loads(last).get("kind") == "session_closed"
+    except ValueError:
+        return False
+
+
+def _call_whole(folder: Path) -> bool:
+    path = folder / "journal.jsonl"
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - 8192))
+            return _ends_closed(f.read())
+    except OSError:
+        return False
+
+
+def _chunk_whole(out: Path, indices: range, archive: str | None) -> bool:
+    if archive is None:
+        return all(_call_whole(call_folder(out, i)) for i in indices)
+    path = out / archive_name(indices.start, archive)
+    if not path.exists():
+        return False
+    damage: list[str] = []
+    found = list(members(path, damage))
+    return not damage and len(found) == len(indices) and all(_ends_closed(m.data) for m in found)
+
+
+def _clear_chunk(out: Path, indices: range, archive: str | None) -> None:
+    """What a killed run left of this chunk: the simulator's own output, made again."""
+    if archive is not None:
+        (out / archive_name(indices.start, archive)).unlink(missing_ok=True)
+        return
+    for i in indices:
+        folder = call_folder(out, i)
+        if folder.exists() and not _call_whole(folder):
+            shutil.rmtree(folder)
+
+
 def simulate_corpus(out: Path, flow_ref: str, flow_base: Path | None, calls: int, seed: int,
                     population: Population, workers: int | None = None,
                     progress: Callable[[int], None] | None = None,
-                    archive: str | None = None, per_archive: int = 1000) -> int:
+                    archive: str | None = None, per_archive: int = 1000, resume: bool = False) -> tuple[int, int]:
     """Write `calls` simulated journals under `out`: session folders (call-0000000 ...),
     or with `archive` ("gz" or "zst") archives of `per_archive` calls each, the flow
-    stored once in out/flows/; returns how many."""
+    stored once in out/flows/; returns how many calls the corpus holds, and how many of
+    them were kept from before (resumed).
+
+    With `resume`, a corpus a killed run left (or a smaller one) is completed: its
+    manifest must name the same flow, seed, population and archive kind; calls already
+    written whole are kept, what a kill cut short is made again (the same calls: each
+    call's seed is its own)."""
     out.mkdir(parents=True, exist_ok=True)
     workers = workers or os.cpu_count() or 1
-    done = 0
+    flow = load_flow(flow_ref, flow_base)
     if archive is not None:  # archives small enough that every core reads one
         chunk = max(1, min(per_archive, -(-calls // (workers * 2))))
     else:
         chunk = max(1, min(200, calls // (workers * 8) or 1))
+    mine = _manifest(flow, seed, population, archive, chunk)
+    manifest = out / MANIFEST
+    done = 0
+    if resume:
+        try:
+            stored = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise ResumeError(f"{out}: no readable {MANIFEST}: not a corpus `lull corpus simulate` began") from None
+        for key in ("flow", "flow_hash", "seed", "population", "archive"):
+            if stored.get(key) != mine[key]:
+                what = "the population file's fields" if key == "population" else repr(stored.get(key))
+                raise ResumeError(f"{out}: made with {key} {what}, not this run's; resume with the same "
+                                  "--flow, --seed, --population and --archive")
+        chunk = mine["chunk"] = stored["chunk"] if archive is not None else chunk
+    manifest.write_text(json.dumps(mine, indent=1), encoding="utf-8")
+    todo = []
+    for indices in _chunks(0, calls, chunk):
+        if resume and _chunk_whole(out, indices, archive):
+            done += len(indices)
+            continue
+        if resume:
+            _clear_chunk(out, indices, archive)
+        todo.append(indices)
+    kept = done
+    if progress and done:
+        progress(done)
     base = str(flow_base) if flow_base else None
     if workers == 1:
         _init_worker(flow_ref, base, population)
-        for indices in _chunks(0, calls, chunk):
+        for indices in todo:
             done += _run_chunk(str(out), seed, indices, archive)
             if progress:
                 progress(done)
-        return done
+        return done, kept
     with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(flow_ref, base, population)) as pool:
-        futures = [pool.submit(_run_chunk, str(out), seed, indices, archive) for indices in _chunks(0, calls, chunk)]
+        futures = [pool.submit(_run_chunk, str(out), seed, indices, archive) for indices in todo]
         for future in futures:
             done += future.result()
             if progress:
                 progress(done)
-    return done
+    return done, kept
 
 
-__all__ = ["SimulatedCaller", "call_folder", "call_seed", "simulate_call", "simulate_corpus", "simulation_header"]
+__all__ = ["MANIFEST", "ResumeError", "SimulatedCaller", "call_folder", "call_seed", "simulate_call", "simulate_corpus",
+           "simulation_header"]

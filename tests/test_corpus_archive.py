@@ -133,3 +133,38 @@ def test_a_local_worker_process_killed_mid_run_loses_no_session(corpora):
     got = summary(corpus_timing([corpora["folders"]], workers=2, progress=kill_a_worker))
     assert killed, "a worker was killed during the run"
     assert got["unreadable"] == [] and got == expected
+
+
+@pytest.mark.parametrize("archive", [None, "zst"])
+def test_a_killed_simulation_resumes_to_the_same_calls(tmp_path, archive):
+    whole = tmp_path / "whole"
+    simulate_corpus(whole, str(FLOW), None, 60, 4, Population(), workers=1, archive=archive, per_archive=20)
+    cut = tmp_path / "cut"
+    simulate_corpus(cut, str(FLOW), None, 60, 4, Population(), workers=1, archive=archive, per_archive=20)
+    # what a kill leaves: calls never written, and one cut mid-line
+    if archive is None:
+        import shutil
+
+        for i in (5, 6, 41):
+            shutil.rmtree(cut / f"call-{i:07d}")
+        journal = cut / "call-0000030" / "journal.jsonl"
+    else:
+        (cut / "calls-0000040.jsonl.zst").unlink()
+        journal = cut / "calls-0000020.jsonl.zst"
+    journal.write_bytes(journal.read_bytes()[:-150])
+    damaged = _json("sessions", "timing", str(cut), "--json")
+    assert damaged["sessions"] < 60 or damaged["unreadable"]
+    result = runner.invoke(app, ["corpus", "simulate", str(cut), "--flow", str(FLOW), "--calls", "60", "--seed", "4",
+                                 "--per-archive", "20", "--workers", "1", "--resume",
+                                 *(["--archive", archive] if archive else [])])
+    assert result.exit_code == 0, result.output
+    assert _json("sessions", "timing", str(cut), "--json") == _json("sessions", "timing", str(whole), "--json")
+    # a different seed is not the same corpus: refused, nothing touched
+    before = sorted(p.name for p in cut.iterdir())
+    result = runner.invoke(app, ["corpus", "simulate", str(cut), "--flow", str(FLOW), "--calls", "60", "--seed", "5",
+                                 "--resume", *(["--archive", archive] if archive else [])])
+    assert result.exit_code == 2 and "made with seed 4" in " ".join(result.output.split())
+    assert sorted(p.name for p in cut.iterdir()) == before
+    # without --resume a corpus folder is refused, with the hint
+    result = runner.invoke(app, ["corpus", "simulate", str(cut), "--flow", str(FLOW)])
+    assert result.exit_code == 2 and "--resume completes it" in " ".join(result.output.split())
