@@ -40,7 +40,7 @@ def print_whatif(data: dict, before: str, after: str) -> None:
     out.print(plain(f"  {data['caveat']}"))
     table = Table(title_justify="left", title="Per session (95 % intervals; the change is paired, session by session)")
     for column in ("figure", "n", "before", "after", "change"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # an outcome's name is folded, never cut
     table.add_row("reminders a session", str(n), *_rate(data["reminders_per_session"]))
     table.add_row("sessions the ladder closed", str(n), *_share(data["sessions_closed"]))
     table.add_row("interruptions a session", str(n), *_rate(data["interruptions_per_session"]))
