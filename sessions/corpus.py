@@ -67,12 +67,6 @@ def corpus_units(roots: Iterable[Path]) -> Iterator[Path]:
                 yield path
 
 
-def corpus_folders(roots: Iterable[Path]) -> Iterator[Path]:
-    """Session folders only (what a reader that needs files on disk walks)."""
-    for root in roots:
-        yield from session_folders(Path(root))
-
-
 def _batches(units: Iterator[Path]) -> Iterator[list[Path]]:
     batch: list[Path] = []
     for unit in units:
@@ -226,4 +220,4 @@ def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merg
             client.close()
 
 
-__all__ = ["CorpusError", "corpus_folders", "corpus_units", "map_sessions", "read_batch", "session_folders"]
+__all__ = ["CorpusError", "corpus_units", "map_sessions", "read_batch", "session_folders"]
