@@ -25,7 +25,7 @@ from sessions.replay import replay  # noqa: E402
 from sessions.virtual import Playback  # noqa: E402
 from voices.pipecat import LullProcessor  # noqa: E402
 from voices.pipecat.incidents import SimulatedOutput, _Head  # noqa: E402
-from voices.pipecat.virtual_loop import run_virtual  # noqa: E402
+from voices.virtual_loop import run_virtual  # noqa: E402
 
 PHARMACY = Path(__file__).parent / "flows" / "pharmacy_refill.json"
 

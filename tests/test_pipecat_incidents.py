@@ -18,7 +18,7 @@ from console.cli import app  # noqa: E402
 from sessions.incidents import load_library, run_incident  # noqa: E402
 from sessions.replay import replay  # noqa: E402
 from voices.pipecat.incidents import run_incident_via_pipecat  # noqa: E402
-from voices.pipecat.virtual_loop import VirtualTimeLoop, run_virtual  # noqa: E402
+from voices.virtual_loop import VirtualTimeLoop, run_virtual  # noqa: E402
 
 LIBRARY = load_library()
 

@@ -1,7 +1,7 @@
 """LullProcessor in a real Pipecat pipeline (pipecat.tests.utils.run_test: its worker,
 frame queues and clock), ladder mode: the frame mapping, frame by frame, including the
 orders Pipecat produces under load. The pipelines run on virtual time
-(voices.pipecat.virtual_loop): the waits take no wall time, and a busy machine cannot
+(voices.virtual_loop): the waits take no wall time, and a busy machine cannot
 stretch one past a window."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pipecat.tests.utils import SleepFrame, run_test  # noqa: E402
 
 from ladder import LadderPolicy, Stage  # noqa: E402
 from voices.pipecat import LullProcessor  # noqa: E402
-from voices.pipecat.virtual_loop import run_virtual  # noqa: E402
+from voices.virtual_loop import run_virtual  # noqa: E402
 
 POLICY = LadderPolicy(
     stages=(

@@ -5,7 +5,7 @@
 - `services`: Lull's whisper and piper as Pipecat services; `transports`: a recorded
   caller in and a clocked speaker out, no sound card; `turns`: Lull owns barge-in;
 - `backend`: `lull rehearse --backend pipecat`; `incidents`: `lull incidents run --via
-  pipecat`, on `virtual_loop`'s virtual-time event loop.
+  pipecat`, on `voices.virtual_loop`'s virtual-time event loop.
 """
 
 try:

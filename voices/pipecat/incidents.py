@@ -56,7 +56,7 @@ from sessions.virtual import Playback, flatten
 
 from .frames import LullEventFrame
 from .processor import LullProcessor
-from .virtual_loop import VirtualTimeLoop, run_virtual
+from voices.virtual_loop import VirtualTimeLoop, run_virtual
 
 SCRIPTED, ENDPOINT, FINISH = 0, 1, 3  # ranks at one virtual instant (the core's timers are 2)
 # what a transcription can carry to the processor beside an LLM (its other meanings: LullEventFrame)

@@ -116,8 +116,7 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
-from ladder.flow.text import mask_digits
-from sessions.journal import JournalWriter
+from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 
 from .frames import LullEventFrame
@@ -169,11 +168,8 @@ class LullProcessor(FrameProcessor):
         self.end_call_on_close = end_call_on_close
         self.turn_id = turn_id or (lambda seq: f"user-{seq}")
         self.core = Controller(policy) if session is None else session.runtime.ladder
-        self._journal_dir = journal_dir
         self._services = dict(services or {})
-        self._journal: JournalWriter | None = None
-        self._cipher: dict[str, str] = {}  # the call's digit stand-ins (ladder.flow.text.mask_digits)
-        self._masked: dict[str, str] = {}  # words that came in -> as the journal holds them
+        self._journal = FrameworkJournal(journal_dir, self._journal_header)
         # what the caller's words mean to the ladder: by default the voice backends'
         # classifier on Lull's shared phrases, built in a thread from here on (its models
         # load now, so a missing one says so at once); any object with match(text) will do
@@ -369,7 +365,7 @@ class LullProcessor(FrameProcessor):
             return
         now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
         self.inputs.append((now, event))
-        self._write("input", now, {"kind": event.kind, "event": event.to_dict()})
+        self._journal.input(now, event)
         await self._take(self.core.handle(event, now), push, own_question)
 
     async def _take(self, effects: list[Effect], push: bool = True, own_question: bool = False) -> None:
@@ -377,7 +373,7 @@ class LullProcessor(FrameProcessor):
         cut: list[int] = []  # Lull prompts cut while playing: reported after these effects
         for effect in effects:
             self.effects.append((now, effect))
-            self._write("decision", now, effect.to_dict())
+            self._journal.decision(now, effect)
             kind = type(effect)
             if kind is RequestPrompt:
                 if own_question and effect.kind == "question":
@@ -438,58 +434,23 @@ class LullProcessor(FrameProcessor):
         now = max(self._now(), due)  # the loop may wake a hair early
         for timer in iter(lambda: self.core.next_due_timer(now), None):
             self.inputs.append((now, timer))
-            self._write("input", now, {"kind": timer.kind, "event": timer.to_dict()})
+            self._journal.input(now, timer)
             await self._take(self.core.handle(timer, now))
 
     # -- the journal -------------------------------------------------------------------
 
-    def _write(self, kind: str, at: float, payload: dict) -> None:
-        if self._journal_dir is None:
-            return
-        if self._journal is None:
-            self._journal = JournalWriter.create(self._journal_dir, {
-                "source": "pipecat",
-                "ladder_policy": self.core.policy.model_dump(mode="json"),
-                "flow_hash": None,
-                "pipeline": {"pipecat": version("pipecat-ai"), "mode": "ladder", **self._services},
-                "models": {},
-                "devices": {"clock": "the pipeline's event loop"},
-            })
-        record = self._redact_input(payload) if kind == "input" else self._redact_decision(payload)
-        if kind == "input":
-            self._journal.write_input(at, record)
-        else:
-            self._journal.write_decision(at, record)
-
-    def _redact_input(self, record: dict) -> dict:
-        """The words that came in (the bot's question, an announcement, the caller's
-        answer) with their digits masked, spelled or not; the same stand-ins all call."""
-        event = dict(record["event"])
-        for key in ("text", "value"):
-            words = event.get(key)
-            if isinstance(words, str) and words:
-                masked = mask_digits(words, self._cipher)
-                if masked != words:
-                    self._masked[words] = masked
-                event[key] = masked
-        return {**record, "event": event}
-
-    def _redact_decision(self, value):
-        """A decision with the words that came in masked wherever it repeats them; Lull's
-        own wording ("One moment...") is kept, so the journal replays as decided."""
-        if isinstance(value, dict):
-            return {k: self._redact_decision(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._redact_decision(v) for v in value]
-        if isinstance(value, str) and self._masked:
-            for words, masked in self._masked.items():
-                if words in value:
-                    value = value.replace(words, masked)
-        return value
+    def _journal_header(self) -> dict:
+        return {
+            "source": "pipecat",
+            "ladder_policy": self.core.policy.model_dump(mode="json"),
+            "flow_hash": None,
+            "pipeline": {"pipecat": version("pipecat-ai"), "mode": "ladder", **self._services},
+            "models": {},
+            "devices": {"clock": "the pipeline's event loop"},
+        }
 
     def close_journal(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
+        self._journal.close()
 
 
 __all__ = ["LullProcessor"]

@@ -1,4 +1,4 @@
-"""An asyncio event loop on virtual time, for running Pipecat pipelines in tests.
+"""An asyncio event loop on virtual time, for running framework calls (Pipecat, LiveKit) in tests.
 
 `loop.time()` is a number the loop moves itself: when nothing is ready to run and no
 file descriptor is ready, it jumps straight to the next scheduled callback instead of
