@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipecat.frames.frames import (
@@ -49,28 +48,28 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from ladder import PromptFailed, PromptSent, RequestPrompt, TimerFired, Trace
+from ladder import PromptFailed, PromptSent, TimerFired
 from ladder.events import Event, ToolFinished, ToolStarted, TurnEnded, TurnInterpreted, TurnStarted
-from sessions.incidents import Incident, Outcome, Step, judge, prompt_counts
-from sessions.virtual import Playback, flatten
+from sessions.incidents import Incident, Outcome, Step, prompt_counts
+from sessions.virtual import Playback
+from voices.framework_incidents import ENDPOINT, FINISH, SCRIPTED, SPOKEN_INTENTS, FrameworkRun, IncidentWords, horizon_ms
 
 from .frames import LullEventFrame
 from .processor import LullProcessor
 from voices.virtual_loop import VirtualTimeLoop, run_virtual
 
-SCRIPTED, ENDPOINT, FINISH = 0, 1, 3  # ranks at one virtual instant (the core's timers are 2)
-# what a transcription can carry to the processor beside an LLM (its other meanings: LullEventFrame)
-_SPOKEN_INTENTS = ("answer", "wait_request", "ready", "repeat_request", "backchannel")
 
 
-class _IncidentWords:
-    """The matcher of a pipecat incident run: a transcription is an intent's name, or
-    the words of an answer."""
+class PipecatRun(FrameworkRun):
+    """A run through a Pipecat pipeline: `as_native` steps went in as Pipecat's own frames."""
 
-    ready = True
+    @property
+    def processor(self) -> LullProcessor:
+        return self.adapter  # type: ignore[return-value]
 
-    def match(self, text: str) -> tuple[str | None, float]:
-        return (text if text in _SPOKEN_INTENTS else None), 1.0
+    @property
+    def as_frames(self) -> int:
+        return self.as_native
 
 
 class _Head(FrameProcessor):
@@ -157,50 +156,6 @@ class SimulatedOutput(FrameProcessor):
             await self.push_frame(BotStoppedSpeakingFrame(), FrameDirection.UPSTREAM)
 
 
-@dataclass
-class PipecatRun:
-    """What `sessions.incidents.judge` reads of a run, from the processor's core."""
-
-    incident: Incident
-    processor: LullProcessor
-    records: list[dict] = field(default_factory=list)
-    as_frames: int = 0  # steps that went in as Pipecat's own frames
-    as_events: int = 0  # steps that went in as LullEventFrame
-    snapshot: dict = field(default_factory=dict)  # the core at the horizon
-    episode_outcomes: list = field(default_factory=list)
-
-    @property
-    def controller(self):
-        return self.processor.core
-
-    @property
-    def inputs(self) -> list[tuple[float, Event]]:
-        return self.processor.inputs
-
-    def tokens(self) -> dict[str, int]:
-        refs: dict[str, int] = {}
-        for _, effect in self.processor.effects:
-            if type(effect) is RequestPrompt:
-                refs["last"] = refs[f"last_{effect.kind}"] = effect.token
-        return refs
-
-    def resolve_prompt_ref(self, ref: str) -> int | None:
-        return int(ref) if ref.isdigit() else self.tokens().get(ref)
-
-    def timer_ref(self, kind: str, ref) -> int:
-        if isinstance(ref, int):
-            return ref
-        if ref == "current":
-            armed = self.controller.timer(kind)
-            return armed.generation if armed else -1
-        wanted = "timer_fired" if ref == "last_fired" else "timer_invalidated"
-        generation = -1
-        for _, effect in self.processor.effects:
-            if type(effect) is Trace and effect.kind == wanted and effect.detail.get("timer") == kind:
-                generation = effect.generation  # type: ignore[assignment]
-        return generation
-
-
 class _Feeder:
     """Turns the incident's steps into frames at their virtual times, in order."""
 
@@ -233,7 +188,7 @@ class _Feeder:
         if kind is TurnEnded and native and not proc._user_stopped:
             return UserStoppedSpeakingFrame()
         if (kind is TurnInterpreted and native and proc._user_stopped and not proc._interpreted
-                and event.intent in _SPOKEN_INTENTS):
+                and event.intent in SPOKEN_INTENTS):
             words = event.value if event.intent == "answer" and event.value else event.intent
             return TranscriptionFrame(words, "caller", "")
         if kind is ToolStarted:
@@ -253,7 +208,7 @@ class _Feeder:
                 if isinstance(frame, LullEventFrame):
                     self.run.as_events += 1
                 else:
-                    self.run.as_frames += 1
+                    self.run.as_native += 1
                 await self.head.push_frame(frame, FrameDirection.DOWNSTREAM)
             await self.loop.settle()
         await self._at(horizon_s, FINISH)
@@ -265,18 +220,13 @@ class _Feeder:
         await woke
 
 
-def _horizon_ms(incident: Incident) -> float:
-    last = max((s.at for s in incident.schedule), default=0)
-    return max(last, incident.until or 0)
-
-
 async def _run(incident: Incident, record_to: Path | None) -> PipecatRun:
     loop = asyncio.get_running_loop()
     assert isinstance(loop, VirtualTimeLoop)
     turn_ids = {s.event["seq"]: s.event["turn"] for s in incident.schedule
                 if s.event and s.event.get("kind") == "turn_started"}
     processor = LullProcessor(
-        incident.ladder_policy(), matcher=_IncidentWords(), end_call_on_close=False,
+        incident.ladder_policy(), matcher=IncidentWords(), end_call_on_close=False,
         journal_dir=record_to, services={"incident": incident.name, "transport": "SimulatedOutput"},
         turn_id=lambda seq: turn_ids.get(seq, f"user-{seq}"),
     )
@@ -297,11 +247,8 @@ async def _run(incident: Incident, record_to: Path | None) -> PipecatRun:
 
     async def drive() -> None:
         await started.wait()
-        await _Feeder(run, head, loop).feed(incident.schedule, _horizon_ms(incident) / 1000.0)
-        # judged at the horizon, before the pipeline's end adds its own EndSession
-        run.records = [flatten(effect, at) for at, effect in processor.effects]
-        run.snapshot = processor.core.snapshot()
-        run.episode_outcomes = [e.outcome for e in processor.core.episodes]
+        await _Feeder(run, head, loop).feed(incident.schedule, horizon_ms(incident) / 1000.0)
+        run.take_horizon()
         await worker.cancel()
 
     runner = WorkerRunner(handle_sigint=False)
@@ -314,34 +261,7 @@ def run_incident_via_pipecat(incident: Incident, record_to: Path | None = None) 
     """Run one incident through a Pipecat pipeline on virtual time and judge it;
     `record_to`: the processor journals the call there (`source: pipecat`)."""
     run = run_virtual(_run(incident, record_to))
-    outcome = judge(_Judged(run))
-    return outcome, run
-
-
-@dataclass
-class _Episode:
-    outcome: str | None
-
-
-class _Judged:
-    """The run as it stood at the horizon (the snapshot taken there, not at the end)."""
-
-    def __init__(self, run: PipecatRun) -> None:
-        self.incident, self.records, self._run = run.incident, run.records, run
-        self.inputs = run.inputs
-        self.controller = _AtHorizon(run.snapshot, run.episode_outcomes)
-
-    def resolve_prompt_ref(self, ref: str) -> int | None:
-        return self._run.resolve_prompt_ref(ref)
-
-
-class _AtHorizon:
-    def __init__(self, snapshot: dict, outcomes: list) -> None:
-        self._snapshot = snapshot
-        self.episodes = [_Episode(o) for o in outcomes]
-
-    def snapshot(self) -> dict:
-        return self._snapshot
+    return run.judged(), run
 
 
 __all__ = ["PipecatRun", "SimulatedOutput", "run_incident_via_pipecat", "prompt_counts"]
