@@ -285,8 +285,8 @@ def build_core(journal: Journal, flow_override=None):
     header = journal.header
     if flow_override is not None:
         return FlowRuntime(flow_override)
-    if header.get("source") in ("incident", "pipecat") and header.get("flow_document") is None:
-        # the ladder alone: an incident, or a Pipecat call in ladder mode
+    if header.get("source") in ("incident", "pipecat", "livekit") and header.get("flow_document") is None:
+        # the ladder alone: an incident, or a Pipecat or LiveKit call in ladder mode
         if not isinstance(header.get("ladder_policy"), dict):
             raise ReplayError(f"{journal.path} line 1: an {header['source']} session's header needs field 'ladder_policy' (an object)"
                               if header["source"] == "incident" else

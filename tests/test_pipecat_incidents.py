@@ -72,8 +72,8 @@ def test_the_cli_runs_the_library_through_pipecat_and_refuses_an_unknown_way():
     assert result.exit_code == 0, result.output
     assert f"{len(LIBRARY)} of {len(LIBRARY)} incidents passed" in result.output
     assert "as LullEventFrame" in result.output
-    result = runner.invoke(app, ["incidents", "run", "--via", "livekit"])
-    assert result.exit_code == 2 and "expected core or pipecat" in result.output
+    result = runner.invoke(app, ["incidents", "run", "--via", "pipecats"])
+    assert result.exit_code == 2 and "expected core, pipecat or livekit, got 'pipecats'" in result.output
 
 
 # -- the virtual-time loop ---------------------------------------------------------------

@@ -97,9 +97,11 @@ def run_incidents(
         str,
         typer.Option(
             "--via",
-            metavar="core|pipecat",
+            metavar="core|pipecat|livekit",
             help="core: the core on a virtual clock; pipecat: a real Pipecat pipeline "
-            "(its queues, Lull's processor, a simulated transport) on virtual time.",
+            "(its queues, Lull's processor, a simulated transport) on virtual time; livekit: a "
+            "real LiveKit AgentSession (its audio recognition, speech handles, Lull's adapter, "
+            "a scripted VAD and STT, a clocked output) on virtual time.",
         ),
     ] = "core",
 ) -> None:
@@ -114,9 +116,10 @@ def run_incidents(
       lull incidents run my_incident.json --json
       lull incidents run seven_waits --record sessions-out
       lull incidents run --via pipecat
+      lull incidents run --via livekit
     """
-    if via not in ("core", "pipecat"):
-        fail(f"--via: expected core or pipecat, got {via!r}")
+    if via not in ("core", "pipecat", "livekit"):
+        fail(f"--via: expected core, pipecat or livekit, got {via!r}")
     try:
         incidents = _resolve_incidents(names)
     except IncidentError as exc:
@@ -136,14 +139,30 @@ def run_incidents(
             outcome, run = run_incident_via_pipecat(incident, record_to=folder(incident))
             outcomes.append(outcome)
             frames, events = frames + run.as_frames, events + run.as_events
+    elif via == "livekit":
+        try:
+            from voices.livekit.incidents import quiet_livekit_logs, run_incident_via_livekit
+        except ImportError as exc:
+            fail(str(exc))
+        quiet_livekit_logs()
+        outcomes = []
+        for incident in incidents:
+            outcome, run = run_incident_via_livekit(incident, record_to=folder(incident))
+            outcomes.append(outcome)
+            frames, events = frames + run.as_native, events + run.as_events
     else:
         outcomes = [run_incident(i, record_to=folder(i)) for i in incidents]
     if as_json:
         typer.echo(json.dumps([o.to_dict() | {"via": via} for o in outcomes], indent=2))
     else:
-        _print_outcomes(outcomes, "Incidents through a Pipecat pipeline, on virtual time" if via == "pipecat" else None)
+        titles = {"pipecat": "Incidents through a Pipecat pipeline, on virtual time",
+                  "livekit": "Incidents through a LiveKit AgentSession, on virtual time"}
+        _print_outcomes(outcomes, titles.get(via))
         if via == "pipecat":
             print_text(f"steps as Pipecat's own frames: {frames}; as LullEventFrame (no Pipecat frame for them): {events}")
+        elif via == "livekit":
+            print_text(f"steps through LiveKit (its VAD and STT plugins, session events): {frames}; "
+                       f"through LullLadder.feed (no LiveKit way in for them): {events}")
     failed = [o for o in outcomes if not o.passed]
     if failed:
         raise typer.Exit(1)
