@@ -18,7 +18,7 @@ from ladder import RequestPrompt  # noqa: E402
 from sessions.replay import replay  # noqa: E402
 from voices.framework_incidents import IncidentWords  # noqa: E402
 from voices.livekit import LullLadder  # noqa: E402
-from voices.livekit.incidents import quiet_livekit_logs  # noqa: E402
+from voices.livekit import quiet_livekit_logs  # noqa: E402
 from voices.livekit.simulated import ClockedOutput, ScriptedSTT, ScriptedVAD, SilentInput, SilentTTS  # noqa: E402
 from voices.virtual_loop import run_virtual  # noqa: E402
 

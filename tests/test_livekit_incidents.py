@@ -16,7 +16,8 @@ from typer.testing import CliRunner  # noqa: E402
 from console.cli import app  # noqa: E402
 from sessions.incidents import load_library, run_incident  # noqa: E402
 from sessions.replay import replay  # noqa: E402
-from voices.livekit.incidents import quiet_livekit_logs, run_incident_via_livekit  # noqa: E402
+from voices.livekit import quiet_livekit_logs  # noqa: E402
+from voices.livekit.incidents import run_incident_via_livekit  # noqa: E402
 
 LIBRARY = load_library()
 quiet_livekit_logs()

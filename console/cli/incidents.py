@@ -141,7 +141,8 @@ def run_incidents(
             frames, events = frames + run.as_frames, events + run.as_events
     elif via == "livekit":
         try:
-            from voices.livekit.incidents import quiet_livekit_logs, run_incident_via_livekit
+            from voices.livekit import quiet_livekit_logs
+            from voices.livekit.incidents import run_incident_via_livekit
         except ImportError as exc:
             fail(str(exc))
         quiet_livekit_logs()

@@ -57,7 +57,7 @@ def _journal_problem(exc: OSError, journal: Path | None) -> str | None:
 @app.command("rehearse")
 def rehearse(
     flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
-    backend: Annotated[str, typer.Option("--backend", help="audio, file, text or pipecat (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (the pipecat extra), on --caller or the devices.")] = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="audio, file, text, pipecat or livekit (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (the pipecat extra), on --caller or the devices; livekit: a LiveKit AgentSession (the livekit extra), on --caller.")] = "auto",
     headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
     journal: Annotated[
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
@@ -84,6 +84,7 @@ def rehearse(
       lull rehearse my_flow.json --journal takes/1
       lull rehearse --backend file --caller caller.wav --headless --journal t2
       lull rehearse --backend pipecat --caller caller.wav --headless --journal t3
+      lull rehearse --backend livekit --caller caller.wav --headless --journal t4
       printf 'hold on\\n4821\\nyes\\n' | lull rehearse --backend text --headless
     """
     import asyncio
@@ -92,10 +93,16 @@ def rehearse(
 
     from ..headless import HELP, rehearse_headless
 
-    if backend not in ("auto", "audio", "file", "text", "pipecat"):
-        fail(f"--backend {backend}: expected audio, file, text or pipecat")
-    if backend == "file" and caller is None:
-        fail("--backend file needs --caller caller.wav (the caller's audio)")
+    if backend not in ("auto", "audio", "file", "text", "pipecat", "livekit"):
+        fail(f"--backend {backend}: expected audio, file, text, pipecat or livekit")
+    if backend in ("file", "livekit") and caller is None:
+        fail(f"--backend {backend} needs --caller caller.wav (the caller's audio)")
+    if backend == "livekit":
+        try:
+            from voices.livekit import quiet_livekit_logs
+        except ImportError as exc:
+            fail(str(exc))
+        quiet_livekit_logs()
     if corpus is not None and not corpus.exists():
         fail(f"--corpus {corpus}: no such folder or archive (a folder of session folders or archives, or an archive)")
     if backend == "pipecat":
@@ -206,7 +213,7 @@ def _check_caller_recording(caller: Path) -> None:
 
 def _choose_backend(backend: str, input_device: str | None, output_device: str | None) -> tuple[str, str]:
     """The backend to use and, when it is not what was asked for, a notice saying why."""
-    if backend in ("text", "file", "pipecat"):
+    if backend in ("text", "file", "pipecat", "livekit"):
         return backend, ("Text backend: type the caller's turns below." if backend == "text" else "")
     from voices.audio import TEXT_BACKEND_HINT, AudioUnavailable, resolve_device
 
@@ -259,6 +266,10 @@ def _make_backend(
             return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
         except (ValueError, OSError) as exc:
             fail(str(exc))
+    if chosen == "livekit":
+        from voices.livekit.backend import LiveKitBackend
+
+        return LiveKitBackend(models, caller)
     if chosen == "pipecat":
         from voices.pipecat.backend import PipecatBackend
 

@@ -4,8 +4,10 @@
   AgentSession's events, speaking through its TTS;
 - `simulated`: a scripted VAD and STT, a TTS of silence and a clocked audio output, as
   LiveKit plugins and I/O, no sound card;
-- `incidents`: `lull incidents run --via livekit`, on `voices.virtual_loop`'s
-  virtual-time event loop.
+- `plugins`: Lull's whisper and piper as LiveKit STT and TTS plugins; `audio_io`: a
+  recorded caller in and a clocked speaker out, as the session's audio I/O;
+- `backend`: `lull rehearse --backend livekit`; `incidents`: `lull incidents run --via
+  livekit`, on `voices.virtual_loop`'s virtual-time event loop.
 """
 
 try:
@@ -13,6 +15,15 @@ try:
 except ImportError as exc:  # one line saying what is missing, not a traceback
     raise ImportError("Lull's LiveKit adapter needs livekit-agents 1.8: pip install 'lull-console[livekit]'") from exc
 
+import logging
+
 from .adapter import LullLadder
 
-__all__ = ["LullLadder"]
+
+def quiet_livekit_logs() -> None:
+    """LiveKit warns of what Lull leaves out on purpose (no LLM to reply, an output
+    that cannot pause, Lull's prompts not cut by the session's VAD): keep its errors."""
+    logging.getLogger("livekit.agents").setLevel(logging.ERROR)
+
+
+__all__ = ["LullLadder", "quiet_livekit_logs"]

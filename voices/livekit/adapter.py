@@ -1,4 +1,12 @@
-"""`LullLadder`: a Lull silence policy inside a LiveKit `AgentSession` (ladder mode).
+"""`LullLadder`: a Lull silence policy inside a LiveKit `AgentSession`.
+
+Two modes. *Ladder* (`LullLadder(policy)`): beside an LLM, Lull owns the no-input
+behaviour only (below). *Flow* (`LullLadder(live=live_session)`, a `sessions.live.
+LiveSession`): a Lull flow drives the conversation as in Lull's own agent; its prompts,
+questions included, are said through the session's TTS; the caller's words are read by
+the flow's classifier into `CallerUtterance`; the live session keeps the journal and the
+timers, exactly as for Lull's own backends (`voices.livekit.backend`). The event
+mapping below is the same in both modes.
 
 Beside an LLM, Lull owns the no-input behaviour only: after each agent turn that waits
 for the caller, the listening windows, reminders, holds, recovery and close, said
@@ -63,6 +71,7 @@ from pathlib import Path
 
 from ladder import (
     AskQuestion,
+    CallerUtterance,
     CancelPrompt,
     Controller,
     EndSession,
@@ -82,7 +91,7 @@ from ladder import (
 )
 from ladder.effects import Effect
 from ladder.events import Event
-from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents
+from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 
@@ -105,6 +114,7 @@ class LullLadder:
         turn_id: Callable[[int], str] | None = None,
         on_line: Callable[[str, str], None] | None = None,
         on_prompt: Callable[[RequestPrompt], None] | None = None,
+        live=None,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); its journal
         (`source: livekit`) replays CLEAN with `lull sessions replay`. `services`: what
@@ -114,15 +124,21 @@ class LullLadder:
         `matcher`: any object with `match(text) -> (intent, score)`; by default Lull's
         classifier on its shared phrases, built in a thread from here on. `on_prompt`:
         told of each prompt as it is handed to the session (an observer, or a rehearsal's
-        endpoint)."""
-        self.core = Controller(policy)
+        endpoint). `live`: flow mode, bound to that live session."""
+        self._live = live
+        self.core = Controller(policy) if live is None else live.runtime.ladder
         self.end_call_on_close = end_call_on_close
         self.turn_id = turn_id or (lambda seq: f"user-{seq}")
         self.on_line = on_line or (lambda who, text: None)  # ("agent"|"caller", words) as heard
         self.on_prompt = on_prompt or (lambda prompt: None)
-        self.matcher = matcher if matcher is not None else make_matcher_soon(LearnedIntents(LADDER_INTENTS), None, "classifier")
+        if matcher is None:
+            # flow mode: the flow's own intents, with the shared phrases it learns
+            intents = LearnedIntents(LADDER_INTENTS) if live is None else flow_intents(live.flow.spec)
+            matcher = make_matcher_soon(intents, None, "classifier")
+        self.matcher = matcher
         self._services = dict(services or {})
-        self._journal = FrameworkJournal(journal_dir, self._journal_header)
+        # flow mode: the live session journals the call
+        self._journal = FrameworkJournal(journal_dir if live is None else None, self._journal_header)
         self.inputs: list[tuple[float, Event]] = []  # what the core was fed, in order
         self.effects: list[tuple[float, Effect]] = []
         self.session = None
@@ -186,7 +202,7 @@ class LullLadder:
     def _on_agent_state(self, ev) -> None:
         if ev.new_state == "speaking":
             token = self._current_token()
-            if token is None:
+            if token is None and self._live is None:
                 self._agent_turn = True  # the LLM's turn (its words come when it is added)
             elif token not in self._started:
                 self._started.add(token)
@@ -247,6 +263,9 @@ class LullLadder:
         self._feed(TransportFailed(path, str(getattr(error, "error", error))[:200]))  # type: ignore[arg-type]
 
     def _on_close(self, ev) -> None:
+        if self._live is not None:  # flow mode: the live session ends the call
+            self._soon(self._live.stop())
+            return
         self._stop_timer()
         if self.core.state.value != "closed":
             self._feed(EndSession(reason=f"session_closed:{getattr(ev.reason, 'value', ev.reason)}"), push=False)
@@ -258,6 +277,9 @@ class LullLadder:
         self._interpreted = True
         seq = self._seq
         text = " ".join(w.strip() for w in self._user_words if w.strip())
+        if self._live is not None:
+            await self._utterance(seq, text)
+            return
         matcher = self.matcher
         if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
             matcher = await asyncio.to_thread(matcher.get)
@@ -265,6 +287,19 @@ class LullLadder:
         intent = matched if matched in _LADDER_MEANINGS else "answer"
         self.on_line("caller", text)
         self._feed(TurnInterpreted(self.turn_id(seq), seq, intent, text if intent == "answer" else None))  # type: ignore[arg-type]
+
+    async def _utterance(self, seq: int, text: str) -> None:
+        """Flow mode: the caller's words and the flow intent they match."""
+        turn = self.turn_id(seq)
+        if not text:
+            self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
+            return
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):
+            matcher = await asyncio.to_thread(matcher.get)
+        intent, score = await asyncio.to_thread(matcher.match, text)
+        self.on_line("caller", text)
+        self._feed(CallerUtterance(turn, seq, text, intent, score))
 
     def _soon(self, coro) -> None:
         task = asyncio.ensure_future(coro)
@@ -315,9 +350,32 @@ class LullLadder:
         """Is a Lull prompt still queued or playing?"""
         return bool(self._handles)
 
+    # -- flow mode: the live session's edge (sessions.live.Backend, through the backend) --
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        self._prompts[prompt.token] = prompt
+        self._say(prompt)
+
+    def cancel(self, token: int) -> None:
+        """Cut a prompt the session still holds; one that had started playing is reported
+        interrupted when its handle is done."""
+        self._cancelled.add(token)
+        handle = self._handles.get(token)
+        if handle is not None:
+            handle.interrupt(force=True)
+
+    def close_call(self) -> None:
+        """The live session closed the call: end the AgentSession after the last prompt."""
+        self._closing = True
+        self._end_if_closed()
+
     # -- the core, and its effects out ---------------------------------------------------
 
     def _feed(self, event: Event, push: bool = True, own_question: bool = False) -> None:
+        if self._live is not None:
+            if not self._live.closed.is_set():
+                self._live.feed(event)  # flow mode: the session journals and executes
+            return
         now = max(self._now(), self.core.now)  # a timer may have run the core a hair ahead
         self.inputs.append((now, event))
         self._journal.input(now, event)

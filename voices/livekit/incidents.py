@@ -31,7 +31,6 @@ reports, then the core's timers, each settled through every task before the next
 from __future__ import annotations
 
 import asyncio
-import logging
 from pathlib import Path
 
 from livekit.agents import Agent, AgentSession
@@ -201,12 +200,6 @@ async def _run(incident: Incident, record_to: Path | None) -> LiveKitRun:
     return run
 
 
-def quiet_livekit_logs() -> None:
-    """LiveKit warns of what a rehearsal leaves out on purpose (no LLM, an output that
-    cannot pause): keep its errors only."""
-    logging.getLogger("livekit.agents").setLevel(logging.ERROR)
-
-
 def run_incident_via_livekit(incident: Incident, record_to: Path | None = None) -> tuple[Outcome, LiveKitRun]:
     """Run one incident through a LiveKit AgentSession on virtual time and judge it;
     `record_to`: the adapter journals the call there (`source: livekit`)."""
@@ -214,4 +207,4 @@ def run_incident_via_livekit(incident: Incident, record_to: Path | None = None) 
     return run.judged(), run
 
 
-__all__ = ["LiveKitRun", "quiet_livekit_logs", "run_incident_via_livekit"]
+__all__ = ["LiveKitRun", "run_incident_via_livekit"]

@@ -1,0 +1,132 @@
+"""`lull rehearse --backend livekit`: a live session whose voice loop is a real LiveKit
+AgentSession, on device, no room and no server.
+
+    CallerFileAudio -> AgentSession(vad=Silero, stt=LullWhisperSTT, tts=LullPiperTTS)
+      -> LullLadder (flow mode, bound to the live session) -> ClockedSpeaker
+
+LiveKit's own Silero VAD (from the `livekit-plugins-silero` wheel) decides when the
+caller speaks and stops; its turn detection is VAD-based (LiveKit's turn detector model
+is fetched from a hub at run time, so on device there is none). Lull's whisper and
+piper, loaded once, hear and speak. The live session (journal, timers, the console) is
+the same as on every other backend: this backend is its edge, and the LullLadder in the
+middle is the event mapping an agent shipped on LiveKit runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+
+from livekit.agents import Agent, AgentSession
+
+from ladder import RequestPrompt
+from ladder.flow.shared_intents import flow_intents
+from voices.backends.text import TypedTurns
+from voices.interpret import make_matcher_soon
+
+from .adapter import LullLadder
+from .audio_io import CallerFileAudio, ClockedSpeaker
+from .plugins import LullPiperTTS, LullWhisperSTT
+
+
+def silero_vad():
+    """LiveKit's Silero VAD plugin; its model ships in the wheel. (LiveKit registers a
+    plugin on the main thread only: import it there, on the loop, before any thread.)"""
+    from livekit.plugins import silero
+
+    return silero.VAD.load()
+
+
+class LiveKitBackend:
+    name = "livekit"
+
+    def __init__(self, models, caller: Path, *, on_line: Callable[[str, str], None] | None = None) -> None:
+        """`caller`: a recorded caller and a clocked speaker."""
+        self.models = models
+        self.caller = Path(caller)
+        self.on_line = on_line or (lambda who, text: None)
+        self.matcher = None
+        self.session = None  # the live session
+        self.agent_session: AgentSession | None = None
+        self.adapter: LullLadder | None = None
+        self.stt: LullWhisperSTT | None = None
+        self.input: CallerFileAudio | None = None
+        self.output: ClockedSpeaker | None = None
+        self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
+        self.journal_header = {
+            "source": "livekit",
+            "pipeline": {
+                "livekit-agents": version("livekit-agents"), "mode": "flow",
+                "audio": "CallerFileAudio/ClockedSpeaker", "vad": "livekit-plugins-silero",
+                "turns": "VAD (LiveKit's turn detector needs a hub; Lull owns barge-in)",
+                "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
+            },
+        }
+
+    # -- sessions.live.Backend ---------------------------------------------------------
+
+    def attach(self, session) -> None:
+        self.session = session
+        self.matcher = make_matcher_soon(flow_intents(session.flow.spec), None, self.models.matcher_kind)
+        self.adapter = LullLadder(live=session, matcher=self.matcher, on_line=self._line)
+
+    async def start(self) -> None:
+        assert self.adapter is not None, "attach() first"
+        self.stt = LullWhisperSTT(self.models.recognizer)
+        vad = silero_vad()  # about a second, once
+        self.agent_session = AgentSession(vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice),
+                                          user_away_timeout=None)
+        self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(self.models.voice.sample_rate)
+        self.agent_session.input.audio = self.input
+        self.agent_session.output.audio = self.output
+        self.adapter.attach(self.agent_session)
+        await self.agent_session.start(Agent(instructions="A Lull flow speaks through this session; there is no LLM."))
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        assert self.adapter is not None
+        self.adapter.speak(prompt)
+
+    def cancel(self, token: int) -> None:
+        assert self.adapter is not None
+        self.adapter.cancel(token)
+
+    def set_end_of_speech(self, ms: float | None) -> None:
+        """LiveKit's VAD and endpointing decide when the caller has finished."""
+
+    async def close(self) -> None:
+        if self.input is not None:
+            self.input.close()
+        if self.agent_session is not None:
+            try:
+                await asyncio.wait_for(self.agent_session.aclose(), 5.0)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+
+    # -- what the console and headless runs ask of a backend ---------------------------
+
+    def media_line(self) -> str:
+        model = self.models.recognizer.model_name.removesuffix(" (bundled)")
+        return f"livekit: {self.caller.name} · Silero · whisper {model} · piper"
+
+    @property
+    def speaking(self) -> bool:
+        return self.adapter is not None and self.adapter.speaking
+
+    def say(self, text: str) -> None:
+        """A typed caller turn, beside the recorded one (headless "say" lines)."""
+        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
+
+    def after_typed_turns(self, callback) -> bool:
+        return self.typed.after(self.matcher, callback)
+
+    def _feed(self, event) -> None:
+        if self.session is not None and not self.session.closed.is_set():
+            self.session.feed(event)
+
+    def _line(self, who: str, text: str) -> None:
+        self.on_line(who, text)
+
+
+__all__ = ["LiveKitBackend"]

@@ -1,0 +1,101 @@
+"""Lull's on-device models as LiveKit plugins: whisper (faster-whisper, the bundled
+tiny.en) as an STT and piper as a TTS, loaded once by Lull (`voices.backends.voice.
+VoiceModels`) and shared with the rest of the rehearsal. Nothing is fetched: no server,
+no hub, no network.
+
+Whisper decodes whole utterances, so `LullWhisperSTT` is a non-streaming STT: the
+session wraps it in LiveKit's `StreamAdapter` with its VAD (Silero, from the
+`livekit-plugins-silero` wheel, its model inside it), which cuts the caller's speech
+into utterances. Piper speaks a sentence at a time; `LullPiperTTS` hands LiveKit each
+sentence's audio as it is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+from livekit import rtc
+from livekit.agents import APIConnectOptions, APIError, stt, tts
+from livekit.agents.utils import AudioBuffer
+
+STT_RATE = 16_000
+
+
+def _mono_16k(buffer: AudioBuffer) -> np.ndarray:
+    """LiveKit's frames as float32 mono at 16 kHz."""
+    frame = rtc.combine_audio_frames(buffer) if isinstance(buffer, list) else buffer
+    if frame.sample_rate != STT_RATE or frame.num_channels != 1:
+        resampler = rtc.AudioResampler(frame.sample_rate, STT_RATE, num_channels=frame.num_channels)
+        frames = resampler.push(frame) + resampler.flush()
+        frame = rtc.combine_audio_frames(frames) if frames else rtc.AudioFrame.create(STT_RATE, 1, 0)
+    samples = np.frombuffer(frame.data, dtype=np.int16).astype(np.float32) / 32768.0
+    if frame.num_channels > 1:
+        samples = samples.reshape(-1, frame.num_channels).mean(axis=1)
+    return samples
+
+
+class LullWhisperSTT(stt.STT):
+    """Each utterance the session's VAD cut, decoded by Lull's `WhisperRecognizer`."""
+
+    def __init__(self, recognizer) -> None:
+        super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
+        self._recognizer = recognizer
+        self.decodes: list[dict] = []  # per utterance: audio and decode seconds, the words
+
+    @property
+    def model(self) -> str:
+        return self._recognizer.model_name
+
+    @property
+    def provider(self) -> str:
+        return "lull (faster-whisper, on device)"
+
+    async def _recognize_impl(self, buffer: AudioBuffer, *, language=None,  # noqa: ANN001
+                              conn_options: APIConnectOptions) -> stt.SpeechEvent:
+        samples = _mono_16k(buffer)
+        try:
+            heard = await asyncio.to_thread(self._recognizer.transcribe, samples)
+        except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
+            raise APIError(f"whisper: {exc}"[:200], retryable=False) from exc
+        self.decodes.append({"audio_s": round(samples.size / STT_RATE, 3), "decode_s": round(heard.decode_s, 3),
+                             "text": heard.text})
+        return stt.SpeechEvent(type=stt.SpeechEventType.FINAL_TRANSCRIPT,
+                               alternatives=[stt.SpeechData(language="en", text=heard.text)])
+
+
+class LullPiperTTS(tts.TTS):
+    """Each text the session is asked to say, spoken by Lull's `PiperVoice`."""
+
+    def __init__(self, voice) -> None:
+        super().__init__(capabilities=tts.TTSCapabilities(streaming=False), sample_rate=voice.sample_rate, num_channels=1)
+        self._voice = voice
+
+    @property
+    def model(self) -> str:
+        return "piper"
+
+    @property
+    def provider(self) -> str:
+        return "lull (piper, on device)"
+
+    def synthesize(self, text: str, *, conn_options: APIConnectOptions = APIConnectOptions()) -> tts.ChunkedStream:  # noqa: B008
+        return _PiperStream(tts=self, input_text=text, conn_options=conn_options)
+
+
+class _PiperStream(tts.ChunkedStream):
+    async def _run(self, output_emitter) -> None:  # noqa: ANN001
+        owner: LullPiperTTS = self._tts  # type: ignore[assignment]
+        voice = owner._voice
+        output_emitter.initialize(request_id=f"piper-{id(self)}", sample_rate=voice.sample_rate, num_channels=1,
+                                  mime_type="audio/pcm")
+        chunks = iter(voice.synthesize(self._input_text))
+        while True:
+            chunk = await asyncio.to_thread(next, chunks, None)  # a sentence's synthesis, off the loop
+            if chunk is None:
+                break
+            output_emitter.push((np.clip(chunk, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())
+        output_emitter.flush()
+
+
+__all__ = ["LullPiperTTS", "LullWhisperSTT"]
