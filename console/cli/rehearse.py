@@ -269,7 +269,7 @@ def _make_backend(
     if chosen == "livekit":
         from voices.livekit.backend import LiveKitBackend
 
-        return LiveKitBackend(models, caller)
+        return LiveKitBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
     if chosen == "pipecat":
         from voices.pipecat.backend import PipecatBackend
 

@@ -62,9 +62,12 @@ class SecretAudio:
     def prompt_started(self, token: int, t_ms: float) -> None:
         if token not in self._secret_prompts:
             return
-        self._open_prompts[token] = t_ms - MARGIN_MS
+        # rounded as the span that closes it will be: the recorder knows an open mask by
+        # its first sample, and a start a sample apart would leave this one open for good
+        start = round(max(0.0, t_ms - MARGIN_MS), 1)
+        self._open_prompts[token] = start
         if not self.keep and self.recorder is not None:
-            self.recorder.mask("out", t_ms - MARGIN_MS, None)
+            self.recorder.mask("out", start, None)
 
     def prompt_ended(self, token: int, t_ms: float) -> None:
         start = self._open_prompts.pop(token, None)

@@ -32,6 +32,7 @@ class CallerFileAudio(io.AudioInput):
 
     def __init__(self, path: Path, *, lead_in_s: float = 0.0) -> None:
         super().__init__(label="CallerFileAudio")
+        self.on_frame = lambda loop_time, pcm16: None  # each frame as the microphone gives it (mic.wav)
         audio = load_wav_16k(path)
         self.duration_s = audio.size / RATE
         audio = np.concatenate([np.zeros(int(lead_in_s * RATE), np.float32), audio.astype(np.float32)])
@@ -53,8 +54,10 @@ class CallerFileAudio(io.AudioInput):
         if block.size < self._chunk:  # the microphone runs until the call ends: silence after the caller
             block = np.concatenate([block, np.zeros(self._chunk - block.size, np.int16)])
         self._i += self._chunk
+        pcm, at = block.tobytes(), self._next
         self._next += CHUNK_S
-        return rtc.AudioFrame(block.tobytes(), RATE, 1, self._chunk)
+        self.on_frame(at, pcm)
+        return rtc.AudioFrame(pcm, RATE, 1, self._chunk)
 
     def close(self) -> None:
         self.closed = True
@@ -68,6 +71,7 @@ class ClockedSpeaker(io.AudioOutput):
                          sample_rate=sample_rate)
         self.rate = sample_rate
         self.played: list[tuple[float, bytes]] = []  # (loop time it is heard from, pcm16)
+        self.on_played = lambda loop_time, pcm16: None  # each frame as the card takes it (out.wav)
         self._card_until: float | None = None  # loop time the queued audio ends
         self._segment_start: float | None = None
         self._finish: asyncio.TimerHandle | None = None
@@ -82,7 +86,9 @@ class ClockedSpeaker(io.AudioOutput):
         if self._segment_start is None:
             self._segment_start = self._card_until
             self._start_report = loop.call_at(self._segment_start, self._started)
-        self.played.append((self._card_until, bytes(frame.data)))
+        pcm = bytes(frame.data)
+        self.played.append((self._card_until, pcm))
+        self.on_played(self._card_until, pcm)
         self._card_until += frame.samples_per_channel / frame.sample_rate
         await asyncio.sleep(max(0.0, self._card_until - loop.time() - CHUNK_S))  # keep 20 ms queued
 

@@ -26,6 +26,8 @@ from ladder.flow.shared_intents import flow_intents
 from voices.backends.text import TypedTurns
 from voices.interpret import make_matcher_soon
 
+from voices.framework_recording import FrameworkRecordings
+
 from .adapter import LullLadder
 from .audio_io import CallerFileAudio, ClockedSpeaker
 from .plugins import LullPiperTTS, LullWhisperSTT
@@ -42,10 +44,16 @@ def silero_vad():
 class LiveKitBackend:
     name = "livekit"
 
-    def __init__(self, models, caller: Path, *, on_line: Callable[[str, str], None] | None = None) -> None:
-        """`caller`: a recorded caller and a clocked speaker."""
+    def __init__(self, models, caller: Path, *, record_dir: Path | None = None, keep_secret_audio: bool = False,
+                 on_line: Callable[[str, str], None] | None = None) -> None:
+        """`caller`: a recorded caller and a clocked speaker. `record_dir`: the session
+        folder, for mic.wav and out.wav on the journal's clock (masked where a value is
+        redacted, unless `keep_secret_audio`)."""
         self.models = models
         self.caller = Path(caller)
+        self.record_dir = None if record_dir is None else Path(record_dir)
+        self.keep_secret_audio = keep_secret_audio
+        self.recordings: FrameworkRecordings | None = None
         self.on_line = on_line or (lambda who, text: None)
         self.matcher = None
         self.session = None  # the live session
@@ -81,11 +89,18 @@ class LiveKitBackend:
         self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(self.models.voice.sample_rate)
         self.agent_session.input.audio = self.input
         self.agent_session.output.audio = self.output
+        if self.record_dir is not None:
+            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000,
+                                                  out_rate=self.models.voice.sample_rate,
+                                                  keep_secret_audio=self.keep_secret_audio)
+            self.input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
         self.adapter.attach(self.agent_session)
         await self.agent_session.start(Agent(instructions="A Lull flow speaks through this session; there is no LLM."))
 
     def speak(self, prompt: RequestPrompt) -> None:
         assert self.adapter is not None
+        if self.recordings is not None:
+            self.recordings.prompt(prompt.token, prompt.text)
         self.adapter.speak(prompt)
 
     def cancel(self, token: int) -> None:
@@ -103,6 +118,8 @@ class LiveKitBackend:
                 await asyncio.wait_for(self.agent_session.aclose(), 5.0)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
+        if self.recordings is not None:
+            self.recordings.close()
 
     # -- what the console and headless runs ask of a backend ---------------------------
 
