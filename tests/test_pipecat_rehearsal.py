@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
 
 from file_caller import recorded_caller  # noqa: E402
+from framework_recordings import check_the_recordings_and_the_wait  # noqa: E402
 from sessions.flowfiles import load_flow  # noqa: E402
 from sessions.journal import read_journal  # noqa: E402
 from sessions.live import LiveSession  # noqa: E402
@@ -25,10 +26,10 @@ def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(l
 
     caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
     flow = load_flow("reference_code")
-    backend = PipecatBackend(loaded_models, caller)
+    folder = tmp_path / "call"
+    backend = PipecatBackend(loaded_models, caller, record_dir=folder)
     lines: list[tuple[str, str]] = []
     backend.on_line = lambda who, text: lines.append((who, text))
-    folder = tmp_path / "call"
     session = LiveSession(flow, backend, journal_dir=folder)
 
     async def call() -> None:
@@ -50,6 +51,8 @@ def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(l
     # the turns came from Pipecat's frames: each caller turn is the processor's
     turns = [r["event"]["turn"] for r in journal.records if r.get("type") == "input" and r.get("kind") == "turn_started"]
     assert turns[:1] == ["user-1"], turns
+    # mic.wav and out.wav beside the journal, masked where it says, the wait readable from them
+    print("wait after yes it is, from the recordings:", check_the_recordings_and_the_wait(folder, journal))
 
 
 async def call_with_the_caller_in_the_mic(lab, session, caller) -> None:

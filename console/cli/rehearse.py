@@ -274,7 +274,7 @@ def _make_backend(
         from voices.pipecat.backend import PipecatBackend
 
         if caller is not None:
-            return PipecatBackend(models, caller)
+            return PipecatBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
         try:  # no recorded caller: the microphone and speaker, checked before the call
             return PipecatBackend(models, input_device=resolve_device(input_device, "input"),
                                   output_device=resolve_device(output_device, "output"), aec=aec)

@@ -30,6 +30,7 @@ from pipecat.workers.runner import WorkerRunner
 from ladder import RequestPrompt
 from ladder.flow.shared_intents import flow_intents
 from voices.backends.text import TypedTurns
+from voices.framework_recording import FrameworkRecordings
 from voices.interpret import make_matcher_soon
 
 from .processor import LullProcessor
@@ -42,11 +43,16 @@ class PipecatBackend:
     name = "pipecat"
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
-                 output_device: int | None = None, aec: bool = True,
-                 on_line: Callable[[str, str], None] | None = None) -> None:
+                 output_device: int | None = None, aec: bool = True, record_dir: Path | None = None,
+                 keep_secret_audio: bool = False, on_line: Callable[[str, str], None] | None = None) -> None:
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
-        and speaker (`input_device`, `output_device`: sounddevice indices, None: default)."""
+        and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
+        `record_dir`: the session folder, for mic.wav and out.wav on the journal's clock
+        (with a recorded caller; masked where a value is redacted, unless `keep_secret_audio`)."""
         self.models = models
+        self.record_dir = None if record_dir is None else Path(record_dir)
+        self.keep_secret_audio = keep_secret_audio
+        self.recordings: FrameworkRecordings | None = None
         self.caller = None if caller is None else Path(caller)
         self.input_device, self.output_device = input_device, output_device
         self.aec = aec
@@ -85,6 +91,10 @@ class PipecatBackend:
         rate = self.models.voice.sample_rate
         if self.caller is not None:
             self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)
+            if self.record_dir is not None:
+                self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
+                                                      keep_secret_audio=self.keep_secret_audio)
+                self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
@@ -115,6 +125,8 @@ class PipecatBackend:
 
     def speak(self, prompt: RequestPrompt) -> None:
         assert self.processor is not None
+        if self.recordings is not None:
+            self.recordings.prompt(prompt.token, prompt.text)
         self.processor.speak(prompt)
 
     def cancel(self, token: int) -> None:
@@ -131,6 +143,8 @@ class PipecatBackend:
                 await asyncio.wait_for(self._run, 5.0)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
+        if self.recordings is not None:
+            self.recordings.close()
 
     # -- what the console and headless runs ask of a backend ---------------------------
 

@@ -40,6 +40,7 @@ class CallerFileInput(BaseInputTransport):
         self._task: asyncio.Task | None = None
         self.started_at: float | None = None  # loop time of the first sample
         self.duration_s = self._audio.size / RATE
+        self.on_frame = lambda loop_time, pcm16: None  # each block as the microphone gives it (mic.wav)
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
@@ -60,6 +61,7 @@ class CallerFileInput(BaseInputTransport):
             if len(block) < 2 * chunk:
                 block += b"\0" * (2 * chunk - len(block))
             i += chunk
+            self.on_frame(t, block)
             await self.push_audio_frame(InputAudioRawFrame(block, RATE, 1))
             t += CHUNK_S
             await asyncio.sleep(max(0.0, t - loop.time()))
@@ -77,6 +79,7 @@ class ClockedSpeakerOutput(BaseOutputTransport):
     def __init__(self, sample_rate: int, **kwargs) -> None:
         super().__init__(TransportParams(audio_out_enabled=True, audio_out_sample_rate=sample_rate), **kwargs)
         self.played: list[tuple[float, bytes]] = []  # (loop time, pcm16) as written
+        self.on_played = lambda loop_time, pcm16: None  # each block as the card takes it (out.wav)
         self._card_until: float | None = None
 
     async def start(self, frame: StartFrame) -> None:
@@ -89,6 +92,7 @@ class ClockedSpeakerOutput(BaseOutputTransport):
         if self._card_until is None or self._card_until < now:
             self._card_until = now  # idle until now: the card plays this at once
         self.played.append((self._card_until, frame.audio))
+        self.on_played(self._card_until, frame.audio)
         self._card_until += len(frame.audio) / 2 / frame.sample_rate
         await asyncio.sleep(max(0.0, self._card_until - loop.time() - 0.02))  # keep 20 ms queued, as a card does
         return True
