@@ -28,7 +28,7 @@ def test_a_livekit_rehearsal_reads_the_code_back_records_the_call_and_its_journa
     quiet_livekit_logs()
     caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
     folder = tmp_path / "call"
-    backend = LiveKitBackend(loaded_models, caller, record_dir=folder)
+    backend = LiveKitBackend(loaded_models, caller)
     lines: list[tuple[str, str]] = []
     backend.on_line = lambda who, text: lines.append((who, text))
     session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)

@@ -27,7 +27,7 @@ def test_a_pipecat_rehearsal_reads_the_code_back_and_its_journal_replays_clean(l
     caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
     flow = load_flow("reference_code")
     folder = tmp_path / "call"
-    backend = PipecatBackend(loaded_models, caller, record_dir=folder)
+    backend = PipecatBackend(loaded_models, caller)
     lines: list[tuple[str, str]] = []
     backend.on_line = lambda who, text: lines.append((who, text))
     session = LiveSession(flow, backend, journal_dir=folder)

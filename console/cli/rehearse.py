@@ -269,12 +269,12 @@ def _make_backend(
     if chosen == "livekit":
         from voices.livekit.backend import LiveKitBackend
 
-        return LiveKitBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
+        return LiveKitBackend(models, caller, keep_secret_audio=keep_secret_audio)
     if chosen == "pipecat":
         from voices.pipecat.backend import PipecatBackend
 
         if caller is not None:
-            return PipecatBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
+            return PipecatBackend(models, caller, keep_secret_audio=keep_secret_audio)
         try:  # no recorded caller: the microphone and speaker, checked before the call
             return PipecatBackend(models, input_device=resolve_device(input_device, "input"),
                                   output_device=resolve_device(output_device, "output"), aec=aec)

@@ -1,7 +1,7 @@
 """Lull inside a LiveKit AgentSession (needs the `livekit` extra: pip install 'lull-console[livekit]').
 
-- `adapter`: `LullLadder`, a Lull silence policy (ladder mode) attached to an
-  AgentSession's events, speaking through its TTS;
+- `adapter`: `LullLadder`, a Lull silence policy (ladder mode) or flow (flow mode)
+  attached to an AgentSession's events, speaking through its TTS;
 - `simulated`: a scripted VAD and STT, a TTS of silence and a clocked audio output, as
   LiveKit plugins and I/O, no sound card;
 - `plugins`: Lull's whisper and piper as LiveKit STT and TTS plugins; `audio_io`: a
@@ -18,6 +18,8 @@ except ImportError as exc:  # one line saying what is missing, not a traceback
 import logging
 
 from .adapter import LullLadder
+from .audio_io import CallerFileAudio, ClockedSpeaker
+from .plugins import LullPiperTTS, LullWhisperSTT
 
 
 def quiet_livekit_logs() -> None:
@@ -26,4 +28,4 @@ def quiet_livekit_logs() -> None:
     logging.getLogger("livekit.agents").setLevel(logging.ERROR)
 
 
-__all__ = ["LullLadder", "quiet_livekit_logs"]
+__all__ = ["CallerFileAudio", "ClockedSpeaker", "LullLadder", "LullPiperTTS", "LullWhisperSTT", "quiet_livekit_logs"]

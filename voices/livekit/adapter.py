@@ -1,8 +1,9 @@
 """`LullLadder`: a Lull silence policy inside a LiveKit `AgentSession`.
 
 Two modes. *Ladder* (`LullLadder(policy)`): beside an LLM, Lull owns the no-input
-behaviour only (below). *Flow* (`LullLadder(live=live_session)`, a `sessions.live.
-LiveSession`): a Lull flow drives the conversation as in Lull's own agent; its prompts,
+behaviour only (below). *Flow* (`LullLadder(flow=compiled_flow)`, or bound to a
+`sessions.live.LiveSession` with `live=`): a Lull flow drives the conversation as in
+Lull's own agent, from the moment the session is up; its prompts,
 questions included, are said through the session's TTS; the caller's words are read by
 the flow's classifier into `CallerUtterance`; the live session keeps the journal and the
 timers, exactly as for Lull's own backends (`voices.livekit.backend`). The event
@@ -65,6 +66,7 @@ the session or by `feed`), a later report of it is dropped, not fed as a stale o
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -95,6 +97,40 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_inte
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 
+def _loop_clock() -> float:
+    """The session's clock: its event loop's (monotonic on a real loop, virtual in tests)."""
+    try:
+        return asyncio.get_running_loop().time()
+    except RuntimeError:
+        return time.monotonic()
+
+
+class _LiveEdge:
+    """Flow mode with `flow=`: the live session's backend (sessions.live.Backend) is the
+    adapter itself; the AgentSession is started by the application."""
+
+    def __init__(self, adapter: LullLadder) -> None:
+        self.adapter = adapter
+
+    def attach(self, session) -> None:
+        """The live session made around the adapter."""
+
+    async def start(self) -> None:
+        """The AgentSession is already up (the live session starts when it is)."""
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        self.adapter.speak(prompt)
+
+    def cancel(self, token: int) -> None:
+        self.adapter.cancel(token)
+
+    def set_end_of_speech(self, ms: float | None) -> None:
+        """The session's VAD and endpointing decide when the caller has finished."""
+
+    async def close(self) -> None:
+        self.adapter.close_call()
+
+
 # what a caller's words mean to the no-input policy beside an LLM; anything else answers
 _LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
 _FINAL = (PlaybackCompleted, PlaybackInterrupted, PromptFailed)
@@ -114,6 +150,7 @@ class LullLadder:
         turn_id: Callable[[int], str] | None = None,
         on_line: Callable[[str, str], None] | None = None,
         on_prompt: Callable[[RequestPrompt], None] | None = None,
+        flow=None,
         live=None,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); its journal
@@ -124,7 +161,14 @@ class LullLadder:
         `matcher`: any object with `match(text) -> (intent, score)`; by default Lull's
         classifier on its shared phrases, built in a thread from here on. `on_prompt`:
         told of each prompt as it is handed to the session (an observer, or a rehearsal's
-        endpoint). `live`: flow mode, bound to that live session."""
+        endpoint). `flow` (a CompiledFlow) or `live` (a LiveSession): flow mode."""
+        if flow is not None and live is None:
+            from sessions.live import LiveSession
+
+            live = LiveSession(flow, _LiveEdge(self), journal_dir=journal_dir, clock=_loop_clock, header={
+                "source": "livekit",
+                "pipeline": {"livekit-agents": version("livekit-agents"), "mode": "flow", **dict(services or {})},
+            })
         self._live = live
         self.core = Controller(policy) if live is None else live.runtime.ladder
         self.end_call_on_close = end_call_on_close
@@ -161,6 +205,8 @@ class LullLadder:
         self._interpreted = True
         self._closing = False
         self._tasks: set[asyncio.Task] = set()
+        self._done = asyncio.Event()  # the call is over (the session closed, the journal too)
+        self._session_closed = False
 
     # -- attaching -------------------------------------------------------------------
 
@@ -200,6 +246,9 @@ class LullLadder:
         return None
 
     def _on_agent_state(self, ev) -> None:
+        if self._live is not None and self._live.loop is None and ev.new_state == "listening":
+            self._soon(self._live.start())  # flow mode: the call starts when the session is up
+            return
         if ev.new_state == "speaking":
             token = self._current_token()
             if token is None and self._live is None:
@@ -263,13 +312,24 @@ class LullLadder:
         self._feed(TransportFailed(path, str(getattr(error, "error", error))[:200]))  # type: ignore[arg-type]
 
     def _on_close(self, ev) -> None:
+        self._session_closed = True
         if self._live is not None:  # flow mode: the live session ends the call
-            self._soon(self._live.stop())
+            self._soon(self._stop_live())
             return
         self._stop_timer()
         if self.core.state.value != "closed":
             self._feed(EndSession(reason=f"session_closed:{getattr(ev.reason, 'value', ev.reason)}"), push=False)
         self._journal.close()
+        self._done.set()
+
+    async def _stop_live(self) -> None:
+        await self._live.stop()
+        await self._live.closed.wait()  # a stop already under way finishes the journal
+        self._done.set()
+
+    async def done(self) -> None:
+        """Wait until the call is over: the session closed and the journal with it."""
+        await self._done.wait()
 
     async def _interpret(self) -> None:
         if self._interpreted:
@@ -418,7 +478,8 @@ class LullLadder:
         self.on_prompt(prompt)
 
     def _end_if_closed(self) -> None:
-        if self._closing and self.end_call_on_close and not self._handles and self.session is not None:
+        if (self._closing and self.end_call_on_close and not self._handles and self.session is not None
+                and not self._session_closed):
             self._closing = False
             self.session.shutdown()
 

@@ -44,14 +44,14 @@ def silero_vad():
 class LiveKitBackend:
     name = "livekit"
 
-    def __init__(self, models, caller: Path, *, record_dir: Path | None = None, keep_secret_audio: bool = False,
+    def __init__(self, models, caller: Path, *, keep_secret_audio: bool = False,
                  on_line: Callable[[str, str], None] | None = None) -> None:
-        """`caller`: a recorded caller and a clocked speaker. `record_dir`: the session
-        folder, for mic.wav and out.wav on the journal's clock (masked where a value is
-        redacted, unless `keep_secret_audio`)."""
+        """`caller`: a recorded caller and a clocked speaker. A call with a journal folder
+        records mic.wav and out.wav there, on the journal's clock (masked where a value
+        is redacted, unless `keep_secret_audio`)."""
         self.models = models
         self.caller = Path(caller)
-        self.record_dir = None if record_dir is None else Path(record_dir)
+        self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.keep_secret_audio = keep_secret_audio
         self.recordings: FrameworkRecordings | None = None
         self.on_line = on_line or (lambda who, text: None)
@@ -74,6 +74,10 @@ class LiveKitBackend:
         }
 
     # -- sessions.live.Backend ---------------------------------------------------------
+
+    def open_recordings(self, folder: Path) -> None:
+        """The live session's journal folder: mic.wav and out.wav go beside the journal."""
+        self.record_dir = Path(folder)
 
     def attach(self, session) -> None:
         self.session = session

@@ -43,14 +43,15 @@ class PipecatBackend:
     name = "pipecat"
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
-                 output_device: int | None = None, aec: bool = True, record_dir: Path | None = None,
+                 output_device: int | None = None, aec: bool = True,
                  keep_secret_audio: bool = False, on_line: Callable[[str, str], None] | None = None) -> None:
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
-        `record_dir`: the session folder, for mic.wav and out.wav on the journal's clock
-        (with a recorded caller; masked where a value is redacted, unless `keep_secret_audio`)."""
+        A call with a journal folder records mic.wav and out.wav there, on the journal's
+        clock (with a recorded caller; masked where a value is redacted, unless
+        `keep_secret_audio`)."""
         self.models = models
-        self.record_dir = None if record_dir is None else Path(record_dir)
+        self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.keep_secret_audio = keep_secret_audio
         self.recordings: FrameworkRecordings | None = None
         self.caller = None if caller is None else Path(caller)
@@ -79,6 +80,10 @@ class PipecatBackend:
         }
 
     # -- sessions.live.Backend ---------------------------------------------------------
+
+    def open_recordings(self, folder: Path) -> None:
+        """The live session's journal folder: mic.wav and out.wav go beside the journal."""
+        self.record_dir = Path(folder)
 
     def attach(self, session) -> None:
         self.session = session
