@@ -74,3 +74,7 @@ def test_the_cli_runs_the_library_through_livekit(tmp_path):
     result = CliRunner().invoke(app, ["sessions", "replay", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert result.output.count("CLEAN") >= len(LIBRARY)
+    # coverage reads them as the ladder alone, beside an LLM, as LiveKit ran it
+    result = CliRunner().invoke(app, ["sessions", "coverage", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "(livekit: the ladder alone)" in result.output

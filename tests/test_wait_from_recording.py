@@ -32,5 +32,5 @@ def test_a_turn_the_agent_never_answered_has_no_wait():
 
 
 def test_bench_turn_refuses_an_unknown_backend():
-    result = CliRunner().invoke(app, ["bench", "turn", "--backend", "livekit"])
-    assert result.exit_code == 2 and "expected file or pipecat" in result.output
+    result = CliRunner().invoke(app, ["bench", "turn", "--backend", "kivelit"])
+    assert result.exit_code == 2 and "expected file, pipecat, livekit or all" in result.output

@@ -23,26 +23,35 @@ def bench_turn(
     turns: Annotated[int, typer.Option("--turns", min=1, max=8, help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
-    backend: Annotated[str, typer.Option("--backend", metavar="file|pipecat", help="pipecat: also run the same caller through a Pipecat pipeline, its wait beside the file backend's.")] = "file",
+    backend: Annotated[str, typer.Option("--backend", metavar="file|pipecat|livekit|all", help="pipecat, livekit: also run the same caller through a Pipecat pipeline or a LiveKit AgentSession, its wait beside the file backend's; all: both.")] = "file",
 ) -> None:
     """Caller turns through the file backend: latency per stage, raw model costs, ratio.
 
     Examples:
       lull bench turn --turns 8
       lull bench turn --backend pipecat --no-echo
+      lull bench turn --backend all --no-echo
     """
     from voices.turn_bench import run_turn_bench
 
-    if backend not in ("file", "pipecat"):
-        fail(f"--backend {backend}: expected file or pipecat")
-    if backend == "pipecat":
+    if backend not in ("file", "pipecat", "livekit", "all"):
+        fail(f"--backend {backend}: expected file, pipecat, livekit or all")
+    frameworks = {}  # the frameworks' runs, chosen here: the bench itself reaches into none
+    if backend in ("pipecat", "all"):
         quiet_pipecat_logs()
         try:
-            import voices.pipecat  # noqa: F401
+            from voices.pipecat.turn_bench import run_pipecat_turns
         except ImportError as exc:
             fail(str(exc))
+        frameworks["pipecat"] = run_pipecat_turns
+    if backend in ("livekit", "all"):
+        try:
+            from voices.livekit.turn_bench import run_livekit_turns
+        except ImportError as exc:
+            fail(str(exc))
+        frameworks["livekit"] = run_livekit_turns
     with err.status(f"running {turns} caller turns in real time…"):
-        result = run_turn_bench(turns, echo=echo, pipecat=backend == "pipecat")
+        result = run_turn_bench(turns, echo=echo, frameworks=frameworks)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -83,8 +92,9 @@ def bench_turn(
     for name, row in result["wait_from_the_recording_summary"].items():
         gaps = " ".join(_fmt(g) for g in result["wait_from_the_recording_ms"][name])
         out.print(f"  {name}: median {_fmt(row['median'])} ms, max {_fmt(row['max'])} ms, {row['answered']} of {row['of']} turns answered ({gaps})")
-    if "wait_ratio_pipecat_over_file" in result:
-        out.print(f"  pipecat over file, median wait: {result['wait_ratio_pipecat_over_file']}x")
+    for name in frameworks:
+        if f"wait_ratio_{name}_over_file" in result:
+            out.print(f"  {name} over file, median wait: {result[f'wait_ratio_{name}_over_file']}x")
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
 

@@ -57,7 +57,7 @@ def _journal_problem(exc: OSError, journal: Path | None) -> str | None:
 @app.command("rehearse")
 def rehearse(
     flow: Annotated[str, typer.Argument(help="A flow file, or the name of a flow shipped with Lull.")] = DEFAULT_FLOW,
-    backend: Annotated[str, typer.Option("--backend", help="audio, file, text, pipecat or livekit (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (the pipecat extra), on --caller or the devices; livekit: a LiveKit AgentSession (the livekit extra), on --caller.")] = "auto",
+    backend: Annotated[str, typer.Option("--backend", help="audio, file, text, pipecat or livekit (default: audio where a device exists, else text). pipecat: the voice loop is a Pipecat pipeline (the pipecat extra), on --caller or the devices; livekit: a LiveKit AgentSession (the livekit extra), on --caller or the devices.")] = "auto",
     headless: Annotated[bool, typer.Option("--headless", help="No TUI: print the live event stream.")] = False,
     journal: Annotated[
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
@@ -95,8 +95,8 @@ def rehearse(
 
     if backend not in ("auto", "audio", "file", "text", "pipecat", "livekit"):
         fail(f"--backend {backend}: expected audio, file, text, pipecat or livekit")
-    if backend in ("file", "livekit") and caller is None:
-        fail(f"--backend {backend} needs --caller caller.wav (the caller's audio)")
+    if backend == "file" and caller is None:
+        fail("--backend file needs --caller caller.wav (the caller's audio)")
     if backend == "livekit":
         try:
             from voices.livekit import quiet_livekit_logs
@@ -111,6 +111,7 @@ def rehearse(
             import voices.pipecat  # noqa: F401
         except ImportError as exc:
             fail(str(exc))
+    if backend in ("pipecat", "livekit"):
         if caller is None:  # the devices, then: checked before any model loads
             from voices.audio import AudioUnavailable, resolve_device
 
@@ -269,7 +270,14 @@ def _make_backend(
     if chosen == "livekit":
         from voices.livekit.backend import LiveKitBackend
 
-        return LiveKitBackend(models, caller, keep_secret_audio=keep_secret_audio)
+        if caller is not None:
+            return LiveKitBackend(models, caller, keep_secret_audio=keep_secret_audio)
+        try:  # no recorded caller: the microphone and speaker, checked before the call
+            return LiveKitBackend(models, input_device=resolve_device(input_device, "input"),
+                                  output_device=resolve_device(output_device, "output"), aec=aec,
+                                  keep_secret_audio=keep_secret_audio)
+        except AudioUnavailable as exc:
+            fail(str(exc))
     if chosen == "pipecat":
         from voices.pipecat.backend import PipecatBackend
 

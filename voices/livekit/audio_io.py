@@ -9,12 +9,17 @@ no sound card.
   queued, as a card does); it reports each segment heard starting and finished, or cut
   where it was (`clear_buffer`), as LiveKit's room output does. `played` keeps what
   was heard, on the loop's clock.
+- `MicrophoneAudio` and `SpeakerAudio`: a real device through sounddevice (PortAudio;
+  PulseAudio's null sinks in the audio lab), with Lull's echo canceller and gate
+  (`voices.room_echo.RoomEcho`) before the session's VAD. The callbacks only copy and
+  hand off to the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -145,4 +150,231 @@ class ClockedSpeaker(io.AudioOutput):
         return out
 
 
-__all__ = ["CallerFileAudio", "ClockedSpeaker"]
+
+
+class MicrophoneAudio(io.AudioInput):
+    """A sounddevice microphone (16 kHz mono, resampled when the device will not open so)
+    as the session's audio input; with `echo`, the agent's own voice is cancelled and
+    gated out before the session's VAD hears it.
+
+    Its health is watched as on Lull's audio backend (`voices.health.InputHealth`: no
+    callbacks, digital zeros, the stream ending, the audio server moving the stream to
+    another source). LiveKit has no event for a dead microphone, so a failure is handed
+    to `on_event` as `TransportFailed("input", why)` and its recovery as
+    `TransportRecovered`: the core's channel recovery takes it from there."""
+
+    def __init__(self, device: int | None, echo=None, *, on_event=None, watch_devices: bool = True) -> None:  # noqa: ANN001
+        from voices.health import InputHealth
+
+        super().__init__(label="MicrophoneAudio")
+        self.device, self.echo = device, echo
+        self.on_event = on_event or (lambda event: None)
+        self.on_frame = lambda loop_time, pcm16: None  # what the microphone heard (mic.wav)
+        self.health = InputHealth()
+        self.watch_devices = watch_devices
+        self.failed = False
+        self.errors: list[str] = []
+        self._frames: asyncio.Queue = asyncio.Queue()
+        self._mic = None
+        self._watch = None
+        self._health_task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    def open(self) -> None:
+        """Open the stream (on the loop); a device that will not open raises AudioUnavailable."""
+        from voices.audio import MicStream
+
+        if self._mic is not None:
+            return
+        self._loop = loop = asyncio.get_running_loop()
+        self._mic = MicStream(self.device, samplerate=RATE, blocksize=int(CHUNK_S * RATE),
+                              on_frames=self._heard, loop=loop, on_error=self._lost)
+        self._mic.start()
+        self.health.reset(time.monotonic() * 1000.0)
+        self._health_task = asyncio.ensure_future(self._watch_health())
+        if self.watch_devices:
+            from voices.devices import MOVED, InputMoveWatch
+
+            def changed(kind: str, detail: str) -> None:  # the watch's reader thread: hand off
+                loop.call_soon_threadsafe(self._moved, kind == MOVED, detail)
+
+            self._watch = InputMoveWatch(changed)
+            if not self._watch.start():
+                self._watch = None
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        if self._mic is None and not self.closed:
+            self.open()
+        frame = await self._frames.get()
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
+
+    def _moved(self, moved: bool, detail: str) -> None:
+        if moved:
+            self.health.hold(f"device_moved: {detail}"[:120])
+        else:
+            self.health.release()
+        self._check()
+
+    def _lost(self, reason: str) -> None:  # on the loop: the stream ended on its own
+        self.errors.append(reason)
+        self.health.stream_error(reason)
+        self._check()
+
+    async def _watch_health(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            self._check()
+
+    def _check(self) -> None:
+        from ladder import TransportFailed, TransportRecovered
+
+        reason = self.health.check(time.monotonic() * 1000.0)
+        if reason == "recovered" and self.failed:
+            self.failed = False
+            self.on_event(TransportRecovered("input"))
+        elif reason is not None and reason != "recovered" and not self.failed:
+            self.failed = True
+            self.on_event(TransportFailed("input", reason[:200]))
+
+    def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
+        self.health.observe(samples, t_ms)
+        at = asyncio.get_running_loop().time() - max(0.0, time.monotonic() * 1000.0 - t_ms) / 1000.0
+        self.on_frame(at, (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())
+        if self.echo is not None:
+            samples = self.echo.heard(samples, t_ms)
+            if not len(samples):
+                return
+        pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16)
+        self._frames.put_nowait(rtc.AudioFrame(pcm.tobytes(), RATE, 1, pcm.size))
+
+    def close(self) -> None:
+        self.closed = True
+        if self._health_task is not None:
+            self._health_task.cancel()
+            self._health_task = None
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        if self._mic is not None:
+            self._mic.close()
+            self._mic = None
+        self._frames.put_nowait(None)
+
+
+class SpeakerAudio(io.AudioOutput):
+    """A sounddevice speaker that runs from open to close, as a sound card does: 10 ms
+    blocks from a queue, silence when it is empty. The callback only copies and hands
+    off; each block it played goes, on the loop, to `echo` (the canceller's far end).
+    `capture_frame` queues the agent's audio and waits while more than 60 ms is queued;
+    a segment is reported started when the card reaches its first sample and finished
+    when it has played its last, or cut where the card was (`clear_buffer`)."""
+
+    QUEUED_S = 0.06
+
+    def __init__(self, device: int | None, sample_rate: int, echo=None) -> None:  # noqa: ANN001
+        super().__init__(label="SpeakerAudio", capabilities=io.AudioOutputCapabilities(pause=False),
+                         sample_rate=sample_rate)
+        self.device, self.echo, self.rate = device, echo, sample_rate
+        self.on_played = lambda loop_time, pcm16: None  # each frame, when the card will play it (out.wav)
+        self._stream = None
+        self._resampler = None
+        self._channels = 1
+        self._device_rate = sample_rate
+        self._queue: deque[np.ndarray] = deque()  # producer appends, the callback pops
+        self._current = np.zeros(0, np.float32)  # the callback's own
+        self._queued = 0  # device samples appended (producer) ...
+        self._played = 0  # ... and played (callback): ints, each written by one side
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._segment: tuple[int, asyncio.Task] | None = None  # (first sample, its watcher)
+        self._segment_end: int | None = None
+
+    def open(self) -> None:
+        """Open the stream (on the loop); a device that will not open raises AudioUnavailable."""
+        from voices.audio import StreamResampler, _open_stream, _sd
+
+        if self._stream is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._stream, self._device_rate, self._channels = _open_stream(
+            _sd().OutputStream, self.device, "output", self.rate, None, int(self.rate * 0.01),
+            latency="low", callback=self._callback)
+        if self._device_rate != self.rate:
+            self._resampler = StreamResampler(self.rate, self._device_rate)
+        self._stream.start()
+
+    def _callback(self, outdata: np.ndarray, frames: int, time_info, status) -> None:  # noqa: ANN001  the audio thread
+        block = np.zeros(frames, np.float32)
+        filled = 0
+        while filled < frames:
+            if not len(self._current):
+                if not self._queue:
+                    break
+                self._current = self._queue.popleft()
+            take = min(frames - filled, len(self._current))
+            block[filled:filled + take] = self._current[:take]
+            self._current = self._current[take:]
+            filled += take
+        self._played += filled
+        outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
+        if self.echo is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+
+    async def capture_frame(self, frame: rtc.AudioFrame) -> None:
+        await super().capture_frame(frame)
+        if self._stream is None:
+            self.open()
+        pcm = bytes(frame.data)
+        samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0
+        if self._resampler is not None:
+            samples = self._resampler.process(samples)
+        loop = asyncio.get_running_loop()
+        self.on_played(loop.time() + (self._queued - self._played) / self._device_rate, pcm)
+        if self._segment is None:
+            start = self._queued
+            self._segment = (start, asyncio.ensure_future(self._heard_from(start)))
+        self._queue.append(samples)
+        self._queued += len(samples)
+        while (self._queued - self._played) / self._device_rate > self.QUEUED_S and self._stream is not None:
+            await asyncio.sleep(0.01)
+
+    async def _heard_from(self, start: int) -> None:
+        """The segment's start when the card reaches it; its end when the card has played it."""
+        while self._played <= start:
+            await asyncio.sleep(0.005)
+        self.on_playback_started(created_at=time.time())
+        while self._segment_end is None or self._played < self._segment_end:
+            await asyncio.sleep(0.005)
+        seconds = (self._segment_end - start) / self._device_rate
+        self._segment, self._segment_end = None, None
+        self.on_playback_finished(playback_position=seconds, interrupted=False)
+
+    def flush(self) -> None:
+        super().flush()
+        if self._segment is not None:
+            self._segment_end = self._queued
+
+    def clear_buffer(self) -> None:
+        if self._segment is None:
+            return
+        start, watcher = self._segment
+        watcher.cancel()
+        self._queue.clear()  # what the card has not taken is never heard
+        heard = self._played > start
+        position = max(0, self._played - start) / self._device_rate
+        self._queued = self._played
+        self._segment, self._segment_end = None, None
+        if heard:
+            self.on_playback_finished(playback_position=position, interrupted=True)
+        else:
+            self.on_playback_finished(playback_position=0.0, interrupted=True)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.close()
+
+
+__all__ = ["CallerFileAudio", "ClockedSpeaker", "MicrophoneAudio", "SpeakerAudio"]

@@ -1,8 +1,12 @@
 """`lull rehearse --backend livekit`: a live session whose voice loop is a real LiveKit
 AgentSession, on device, no room and no server.
 
-    CallerFileAudio -> AgentSession(vad=Silero, stt=LullWhisperSTT, tts=LullPiperTTS)
-      -> LullLadder (flow mode, bound to the live session) -> ClockedSpeaker
+    CallerFileAudio | MicrophoneAudio -> AgentSession(vad=Silero, stt=LullWhisperSTT,
+      tts=LullPiperTTS) -> LullLadder (flow mode, bound to the live session)
+      -> ClockedSpeaker | SpeakerAudio
+
+On the devices, Lull's echo canceller and gate (`voices.room_echo.RoomEcho`) take the
+agent's own voice out of the microphone before the session's VAD hears it.
 
 LiveKit's own Silero VAD (from the `livekit-plugins-silero` wheel) decides when the
 caller speaks and stops; its turn detection is VAD-based (LiveKit's turn detector model
@@ -27,9 +31,10 @@ from voices.backends.text import TypedTurns
 from voices.interpret import make_matcher_soon
 
 from voices.framework_recording import FrameworkRecordings
+from voices.room_echo import RoomEcho
 
 from .adapter import LullLadder
-from .audio_io import CallerFileAudio, ClockedSpeaker
+from .audio_io import CallerFileAudio, ClockedSpeaker, MicrophoneAudio, SpeakerAudio
 from .plugins import LullPiperTTS, LullWhisperSTT
 
 
@@ -44,13 +49,17 @@ def silero_vad():
 class LiveKitBackend:
     name = "livekit"
 
-    def __init__(self, models, caller: Path, *, keep_secret_audio: bool = False,
+    def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
+                 output_device: int | None = None, aec: bool = True, keep_secret_audio: bool = False,
                  on_line: Callable[[str, str], None] | None = None) -> None:
-        """`caller`: a recorded caller and a clocked speaker. A call with a journal folder
-        records mic.wav and out.wav there, on the journal's clock (masked where a value
-        is redacted, unless `keep_secret_audio`)."""
+        """`caller`: a recorded caller and a clocked speaker; without it, the microphone
+        and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
+        A call with a journal folder records mic.wav and out.wav there, on the journal's
+        clock (masked where a value is redacted, unless `keep_secret_audio`)."""
         self.models = models
-        self.caller = Path(caller)
+        self.caller = None if caller is None else Path(caller)
+        self.input_device, self.output_device, self.aec = input_device, output_device, aec
+        self.echo: RoomEcho | None = None
         self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.keep_secret_audio = keep_secret_audio
         self.recordings: FrameworkRecordings | None = None
@@ -60,14 +69,16 @@ class LiveKitBackend:
         self.agent_session: AgentSession | None = None
         self.adapter: LullLadder | None = None
         self.stt: LullWhisperSTT | None = None
-        self.input: CallerFileAudio | None = None
-        self.output: ClockedSpeaker | None = None
+        self.input: CallerFileAudio | MicrophoneAudio | None = None
+        self.output: ClockedSpeaker | SpeakerAudio | None = None
         self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
         self.journal_header = {
             "source": "livekit",
             "pipeline": {
                 "livekit-agents": version("livekit-agents"), "mode": "flow",
-                "audio": "CallerFileAudio/ClockedSpeaker", "vad": "livekit-plugins-silero",
+                "audio": "CallerFileAudio/ClockedSpeaker" if caller is not None else "MicrophoneAudio/SpeakerAudio",
+                **({} if caller is not None else {"aec": aec, "echo_gate": True}),
+                "vad": "livekit-plugins-silero",
                 "turns": "VAD (LiveKit's turn detector needs a hub; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
             },
@@ -90,12 +101,19 @@ class LiveKitBackend:
         vad = silero_vad()  # about a second, once
         self.agent_session = AgentSession(vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice),
                                           user_away_timeout=None)
-        self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(self.models.voice.sample_rate)
+        rate = self.models.voice.sample_rate
+        if self.caller is not None:
+            self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(rate)
+        else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
+            self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
+            self.input = MicrophoneAudio(self.input_device, self.echo, on_event=self._feed)
+            self.output = SpeakerAudio(self.output_device, rate, self.echo)
+            self.output.open()  # the card runs from here on, as the canceller's far end needs
+            self.input.open()
         self.agent_session.input.audio = self.input
         self.agent_session.output.audio = self.output
         if self.record_dir is not None:
-            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000,
-                                                  out_rate=self.models.voice.sample_rate,
+            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
                                                   keep_secret_audio=self.keep_secret_audio)
             self.input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
         self.adapter.attach(self.agent_session)
@@ -117,6 +135,8 @@ class LiveKitBackend:
     async def close(self) -> None:
         if self.input is not None:
             self.input.close()
+        if isinstance(self.output, SpeakerAudio):
+            await asyncio.to_thread(self.output.close)
         if self.agent_session is not None:
             try:
                 await asyncio.wait_for(self.agent_session.aclose(), 5.0)
@@ -129,7 +149,11 @@ class LiveKitBackend:
 
     def media_line(self) -> str:
         model = self.models.recognizer.model_name.removesuffix(" (bundled)")
-        return f"livekit: {self.caller.name} · Silero · whisper {model} · piper"
+        source = self.caller.name if self.caller is not None else "microphone"
+        line = f"livekit: {source} · Silero · whisper {model} · piper"
+        if self.echo is not None:
+            line += f" · {self.echo.canceller.describe()}"
+        return line
 
     @property
     def speaking(self) -> bool:

@@ -7,7 +7,8 @@ takes the bot's audio as a sound card would, at real-time pace, and keeps what i
 played. `MicrophoneInput` and `SpeakerOutput` are a real device through sounddevice
 (PortAudio; PulseAudio's null sinks in the audio lab): the microphone's callback only
 copies and hands off to the loop (`voices.audio.MicStream`), and so does the speaker's;
-`RoomEcho` cancels and gates the agent's own voice out of the microphone. Pipecat's output transport around either output reports the bot
+`RoomEcho` (voices.room_echo) cancels and gates the agent's own voice out of the microphone.
+Pipecat's output transport around either output reports the bot
 started and stopped speaking from the audio, as it does for any transport.
 """
 
@@ -24,6 +25,7 @@ from pipecat.transports.base_input import BaseInputTransport
 from pipecat.transports.base_output import BaseOutputTransport
 from pipecat.transports.base_transport import TransportParams
 
+from voices.room_echo import RoomEcho
 from voices.stt import load_wav_16k
 
 CHUNK_S = 0.02
@@ -96,42 +98,6 @@ class ClockedSpeakerOutput(BaseOutputTransport):
         self._card_until += len(frame.audio) / 2 / frame.sample_rate
         await asyncio.sleep(max(0.0, self._card_until - loop.time() - 0.02))  # keep 20 ms queued, as a card does
         return True
-
-
-class RoomEcho:
-    """What keeps the agent from hearing itself on laptop speakers, shared by the two
-    device transports: Lull's echo canceller (WebRTC AEC3, `voices.echo`) fed with every
-    block the speaker played, silence included, and Lull's echo gate, which hands the
-    VAD silence for a frame that is no louder than the agent's own echo would be."""
-
-    HANGOVER_MS = 400.0  # how long the gate stays open after a frame the caller was plainly in
-
-    def __init__(self, *, enabled: bool = True, stream_delay_ms: float = 0.0) -> None:
-        from voices.echo import EchoCanceller, EchoGate
-
-        self.canceller = EchoCanceller(enabled=enabled, stream_delay_ms=stream_delay_ms)
-        self.gate = EchoGate(frame_ms=CHUNK_S * 1000.0)
-        self.gated_frames = 0
-        self._open_until = float("-inf")
-
-    def played(self, block: np.ndarray, rate: int) -> None:
-        self.canceller.far(block, rate)
-
-    def heard(self, samples: np.ndarray, t_ms: float) -> np.ndarray:
-        from voices.echo import power
-
-        out, first_t = self.canceller.near(samples, t_ms)
-        if not len(out):
-            return out
-        evidence = self.gate.frame(power(out), self.canceller.far_recent_power)
-        if evidence:
-            # the caller, louder than the agent's echo: keep the gate open across the
-            # quieter stretches of their words, so the VAD hears them whole
-            self._open_until = first_t + self.HANGOVER_MS
-        elif evidence is False and first_t >= self._open_until:
-            self.gated_frames += 1
-            return np.zeros_like(out)
-        return out
 
 
 class MicrophoneInput(BaseInputTransport):

@@ -1,0 +1,135 @@
+"""A rehearsal whose voice loop is a framework's (Pipecat, LiveKit) on the audio lab's
+devices: the microphone and speaker through sounddevice on PulseAudio, the caller's
+words played into the microphone, Lull's echo canceller and gate before the framework's
+VAD. Real models, real time (about 30 s each)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from file_caller import recorded_caller
+from sessions.flowfiles import load_flow
+from sessions.journal import read_journal
+from sessions.live import LiveSession
+from sessions.replay import replay
+
+FRAMEWORKS = [pytest.param(name, marks=pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                                                          reason=f"the {name} extra is not installed"))
+              for name, module in (("pipecat", "pipecat"), ("livekit", "livekit"))]
+DEVICES = {"pipecat": "MicrophoneInput/SpeakerOutput", "livekit": "MicrophoneAudio/SpeakerAudio"}
+
+
+def device_backend(framework: str, models):
+    """The framework's rehearsal backend on the lab's microphone and speaker."""
+    from voices.audio import resolve_device
+
+    devices = {"input_device": resolve_device("test_mic", "input"), "output_device": resolve_device("test_speaker", "output")}
+    if framework == "pipecat":
+        from voices.pipecat.backend import PipecatBackend
+
+        return PipecatBackend(models, **devices)
+    from voices.livekit import quiet_livekit_logs
+    from voices.livekit.backend import LiveKitBackend
+
+    quiet_livekit_logs()
+    return LiveKitBackend(models, **devices)
+
+
+async def call_with_the_caller_in_the_mic(lab, session, caller) -> None:
+    """The call, with the caller's recording played into the lab's microphone from its start."""
+    await session.start()
+    player = asyncio.ensure_future(asyncio.to_thread(lab.play_into_mic, caller, True))
+    await asyncio.wait_for(session.closed.wait(), 60)
+    await player
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_framework_rehearsal_on_the_devices_hears_the_microphone_and_plays_the_speaker(framework, pulse_lab, loaded_models, tmp_path):
+    """No recorded caller: the framework's audio I/O is the lab's microphone and speaker
+    (sounddevice on PulseAudio), the caller's words played into the microphone."""
+    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
+    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+    backend = device_backend(framework, loaded_models)
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+    folder = tmp_path / "call"
+    session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
+
+    asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
+    recording = capture.stop()
+    said = [text for who, text in lines if who == "agent"]
+    assert any("4821" in text or "4 8 2 1" in text for text in said), lines
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    pipeline = read_journal(folder / "journal.jsonl").header["pipeline"]
+    assert pipeline.get("transport", pipeline.get("audio")) == DEVICES[framework]
+    assert replay(folder).verdict == "CLEAN"
+    # the agent was heard on the speaker: its recording holds about as much audio as was said
+    import soundfile
+
+    audio, rate = soundfile.read(recording, dtype="float32")
+    loud = (abs(audio.reshape(len(audio), -1)[:, 0]) > 0.01).sum() / rate
+    assert loud > 5.0, f"{loud:.1f} s of the agent's voice on the speaker"
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_on_laptop_speakers_at_full_volume_the_framework_agent_does_not_hear_itself(framework, pulse_lab, loaded_models, tmp_path):
+    """The lab's echo path at 100 %: the speaker comes back into the microphone at full
+    level. Without the canceller and the gate the pipeline took "Take your time" from
+    its own reminder for the caller asking for time, and "I heard" for an answer."""
+    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
+    with pulse_lab.echo_path(100, 30):
+        backend = device_backend(framework, loaded_models)
+        lines: list[tuple[str, str]] = []
+        backend.on_line = lambda who, text: lines.append((who, text))
+        session = LiveSession(load_flow("reference_code"), backend, journal_dir=tmp_path / "call")
+
+        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
+    heard = [text.lower() for who, text in lines if who == "caller"]
+    agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
+    assert not [h for h in heard if any(w in h for w in agent_words)], lines
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    assert backend.echo is not None and backend.echo.gated_frames > 0
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_unplugged_microphone_under_a_framework_ends_in_the_flows_channel_recovery(framework, pulse_lab, loaded_models, tmp_path):
+    """The mic goes after the question: the audio server moves the stream to a silent
+    source. Neither framework has an event for that; the microphone I/O says so (a
+    LullEventFrame, LullLadder.feed), and the core's recovery speaks and closes the call."""
+    import json
+
+    from sessions.flowfiles import check_data, library_flow_path
+
+    data = json.loads(library_flow_path("reference_code").read_text())
+    data["ladder"] = {"recovery_ms": 2500}
+    flow = check_data(data, "reference_code").flow
+    floor = pulse_lab.noise_floor()
+    backend = device_backend(framework, loaded_models)
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+    session = LiveSession(flow, backend, journal_dir=tmp_path / "take")
+
+    async def call() -> None:
+        await session.start()
+        while not any("reference code" in text for _, text in lines):
+            await asyncio.sleep(0.05)
+        floor.stop()
+        pulse_lab.pactl("set-default-source", "micfeed.monitor")
+        pulse_lab.unload_mic()
+        await asyncio.wait_for(session.closed.wait(), 40)
+
+    try:
+        asyncio.run(call())
+    finally:
+        pulse_lab.restore_mic()
+        pulse_lab.pactl("set-default-source", "mic")
+    journal = read_journal(tmp_path / "take")
+    failed = [r["event"] for r in journal.inputs() if r["kind"] == "transport_failed"]
+    assert failed and failed[0]["path"] == "input", failed
+    assert failed[0]["reason"].startswith("device_moved: mic -> ") or failed[0]["reason"] == "digital_zeros", failed
+    assert [r["outcome"] for r in journal.decisions() if r.get("effect") == "SessionClosed"] == ["input_path_failed"]
+    assert any("trouble with the line" in text for who, text in lines if who == "agent"), lines
+    assert replay(tmp_path / "take").verdict == "CLEAN"
