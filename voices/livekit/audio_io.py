@@ -82,6 +82,10 @@ class ClockedSpeaker(io.AudioOutput):
         self._finish: asyncio.TimerHandle | None = None
         self._start_report: asyncio.TimerHandle | None = None
 
+    @property
+    def played_rate(self) -> int:
+        return self.rate
+
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
         loop = asyncio.get_running_loop()

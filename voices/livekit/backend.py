@@ -25,9 +25,8 @@ from pathlib import Path
 
 from livekit.agents import Agent, AgentSession
 
-from ladder import RequestPrompt
 from ladder.flow.shared_intents import flow_intents
-from voices.backends.text import TypedTurns
+from voices.framework_backend import FrameworkBackend
 from voices.interpret import make_matcher_soon
 
 from voices.framework_recording import FrameworkRecordings
@@ -46,7 +45,7 @@ def silero_vad():
     return silero.VAD.load()
 
 
-class LiveKitBackend:
+class LiveKitBackend(FrameworkBackend):
     name = "livekit"
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
@@ -56,22 +55,16 @@ class LiveKitBackend:
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
         A call with a journal folder records mic.wav and out.wav there, on the journal's
         clock (masked where a value is redacted, unless `keep_secret_audio`)."""
+        self._init_edge(on_line)
         self.models = models
         self.caller = None if caller is None else Path(caller)
         self.input_device, self.output_device, self.aec = input_device, output_device, aec
         self.echo: RoomEcho | None = None
-        self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.keep_secret_audio = keep_secret_audio
-        self.recordings: FrameworkRecordings | None = None
-        self.on_line = on_line or (lambda who, text: None)
-        self.matcher = None
-        self.session = None  # the live session
         self.agent_session: AgentSession | None = None
-        self.adapter: LullLadder | None = None
         self.stt: LullWhisperSTT | None = None
         self.input: CallerFileAudio | MicrophoneAudio | None = None
         self.output: ClockedSpeaker | SpeakerAudio | None = None
-        self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
         self.journal_header = {
             "source": "livekit",
             "pipeline": {
@@ -85,10 +78,6 @@ class LiveKitBackend:
         }
 
     # -- sessions.live.Backend ---------------------------------------------------------
-
-    def open_recordings(self, folder: Path) -> None:
-        """The live session's journal folder: mic.wav and out.wav go beside the journal."""
-        self.record_dir = Path(folder)
 
     def attach(self, session) -> None:
         self.session = session
@@ -119,16 +108,6 @@ class LiveKitBackend:
         self.adapter.attach(self.agent_session)
         await self.agent_session.start(Agent(instructions="A Lull flow speaks through this session; there is no LLM."))
 
-    def speak(self, prompt: RequestPrompt) -> None:
-        assert self.adapter is not None
-        if self.recordings is not None:
-            self.recordings.prompt(prompt.token, prompt.text)
-        self.adapter.speak(prompt)
-
-    def cancel(self, token: int) -> None:
-        assert self.adapter is not None
-        self.adapter.cancel(token)
-
     def set_end_of_speech(self, ms: float | None) -> None:
         """LiveKit's VAD and endpointing decide when the caller has finished."""
 
@@ -156,22 +135,12 @@ class LiveKitBackend:
         return line
 
     @property
-    def speaking(self) -> bool:
-        return self.adapter is not None and self.adapter.speaking
+    def caller_audio(self) -> CallerFileAudio | None:
+        return self.input if isinstance(self.input, CallerFileAudio) else None
 
-    def say(self, text: str) -> None:
-        """A typed caller turn, beside the recorded one (headless "say" lines)."""
-        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
-
-    def after_typed_turns(self, callback) -> bool:
-        return self.typed.after(self.matcher, callback)
-
-    def _feed(self, event) -> None:
-        if self.session is not None and not self.session.closed.is_set():
-            self.session.feed(event)
-
-    def _line(self, who: str, text: str) -> None:
-        self.on_line(who, text)
+    @property
+    def speaker(self) -> ClockedSpeaker | None:
+        return self.output if isinstance(self.output, ClockedSpeaker) else None
 
 
 __all__ = ["LiveKitBackend"]

@@ -27,9 +27,8 @@ from pipecat.processors.audio.vad_processor import VADProcessor
 from pipecat.turns.user_turn_processor import UserTurnProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from ladder import RequestPrompt
 from ladder.flow.shared_intents import flow_intents
-from voices.backends.text import TypedTurns
+from voices.framework_backend import FrameworkBackend
 from voices.framework_recording import FrameworkRecordings
 from voices.interpret import make_matcher_soon
 
@@ -39,7 +38,7 @@ from .turns import lull_owns_barge_in
 from .transports import CallerFileInput, ClockedSpeakerOutput, MicrophoneInput, RoomEcho, SpeakerOutput
 
 
-class PipecatBackend:
+class PipecatBackend(FrameworkBackend):
     name = "pipecat"
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
@@ -50,24 +49,19 @@ class PipecatBackend:
         A call with a journal folder records mic.wav and out.wav there, on the journal's
         clock (with a recorded caller; masked where a value is redacted, unless
         `keep_secret_audio`)."""
+        self._init_edge(on_line)
         self.models = models
-        self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.keep_secret_audio = keep_secret_audio
-        self.recordings: FrameworkRecordings | None = None
         self.caller = None if caller is None else Path(caller)
         self.input_device, self.output_device = input_device, output_device
         self.aec = aec
         self.echo: RoomEcho | None = None
-        self.on_line = on_line or (lambda who, text: None)
-        self.matcher = None
-        self.session = None
         self.processor: LullProcessor | None = None
         self.stt: LullWhisperSTT | None = None
         self.output: ClockedSpeakerOutput | SpeakerOutput | None = None
         self.pipeline_input: CallerFileInput | MicrophoneInput | None = None
         self._worker: PipelineWorker | None = None
         self._run: asyncio.Task | None = None
-        self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
         self.journal_header = {
             "source": "pipecat",
             "pipeline": {
@@ -81,14 +75,10 @@ class PipecatBackend:
 
     # -- sessions.live.Backend ---------------------------------------------------------
 
-    def open_recordings(self, folder: Path) -> None:
-        """The live session's journal folder: mic.wav and out.wav go beside the journal."""
-        self.record_dir = Path(folder)
-
     def attach(self, session) -> None:
         self.session = session
         self.matcher = make_matcher_soon(flow_intents(session.flow.spec), None, self.models.matcher_kind)
-        self.processor = LullProcessor(session=session, matcher=self.matcher, on_line=self._line)
+        self.processor = self.adapter = LullProcessor(session=session, matcher=self.matcher, on_line=self._line)
 
     async def start(self) -> None:
         assert self.processor is not None, "attach() first"
@@ -128,16 +118,6 @@ class PipecatBackend:
         self._run = asyncio.ensure_future(runner.run())
         await started.wait()  # the processor can push the first prompt
 
-    def speak(self, prompt: RequestPrompt) -> None:
-        assert self.processor is not None
-        if self.recordings is not None:
-            self.recordings.prompt(prompt.token, prompt.text)
-        self.processor.speak(prompt)
-
-    def cancel(self, token: int) -> None:
-        assert self.processor is not None
-        self.processor.cancel(token)
-
     def set_end_of_speech(self, ms: float | None) -> None:
         """Pipecat's turn strategy decides when the caller has finished."""
 
@@ -162,22 +142,12 @@ class PipecatBackend:
         return line
 
     @property
-    def speaking(self) -> bool:
-        return self.processor is not None and self.processor.speaking
+    def caller_audio(self) -> CallerFileInput | None:
+        return self.pipeline_input if isinstance(self.pipeline_input, CallerFileInput) else None
 
-    def say(self, text: str) -> None:
-        """A typed caller turn, beside the recorded one (headless "say" lines)."""
-        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
-
-    def after_typed_turns(self, callback) -> bool:
-        return self.typed.after(self.matcher, callback)
-
-    def _feed(self, event) -> None:
-        if self.session is not None and not self.session.closed.is_set():
-            self.session.feed(event)
-
-    def _line(self, who: str, text: str) -> None:
-        self.on_line(who, text)
+    @property
+    def speaker(self) -> ClockedSpeakerOutput | None:
+        return self.output if isinstance(self.output, ClockedSpeakerOutput) else None
 
 
 __all__ = ["PipecatBackend"]

@@ -88,6 +88,10 @@ class ClockedSpeakerOutput(BaseOutputTransport):
         await super().start(frame)
         await self.set_transport_ready(frame)
 
+    @property
+    def played_rate(self) -> int:
+        return self.sample_rate
+
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
         loop = asyncio.get_running_loop()
         now = loop.time()

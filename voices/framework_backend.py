@@ -1,0 +1,92 @@
+"""What a rehearsal backend whose voice loop is a framework's (Pipecat, LiveKit) does the
+same whatever the framework: the live session's prompts handed to the framework's Lull
+adapter (and to the recordings), typed caller turns beside the spoken ones, the lines
+the console and headless runs show. Each framework's backend builds its own pipeline or
+session and sets `adapter`, `recordings`, `caller_audio` and `speaker`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+
+from ladder import RequestPrompt
+from voices.backends.recorded_wait import gaps_from_audio
+from voices.backends.text import TypedTurns
+
+
+class FrameworkBackend:
+    def _init_edge(self, on_line) -> None:  # noqa: ANN001
+        self.on_line = on_line or (lambda who, text: None)
+        self.matcher = None
+        self.session = None  # the live session
+        self.adapter = None  # the framework's Lull adapter: LullProcessor, LullLadder
+        self.recordings = None  # voices.framework_recording.FrameworkRecordings
+        self.record_dir: Path | None = None  # the session folder (open_recordings)
+        self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
+
+    def open_recordings(self, folder: Path) -> None:
+        """The live session's journal folder: mic.wav and out.wav go beside the journal."""
+        self.record_dir = Path(folder)
+
+    def speak(self, prompt: RequestPrompt) -> None:
+        assert self.adapter is not None, "attach() first"
+        if self.recordings is not None:
+            self.recordings.prompt(prompt.token, prompt.text)
+        self.adapter.speak(prompt)
+
+    def cancel(self, token: int) -> None:
+        assert self.adapter is not None, "attach() first"
+        self.adapter.cancel(token)
+
+    @property
+    def speaking(self) -> bool:
+        return self.adapter is not None and self.adapter.speaking
+
+    def say(self, text: str) -> None:
+        """A typed caller turn, beside the recorded one (headless "say" lines)."""
+        self.typed.say(self.matcher, text, heard=lambda: self.on_line("caller", text))
+
+    def after_typed_turns(self, callback) -> bool:  # noqa: ANN001
+        return self.typed.after(self.matcher, callback)
+
+    def _feed(self, event) -> None:  # noqa: ANN001
+        if self.session is not None and not self.session.closed.is_set():
+            self.session.feed(event)
+
+    def _line(self, who: str, text: str) -> None:
+        self.on_line(who, text)
+
+
+def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[float], *, timeout_s: float) -> dict:
+    """`lull bench turn`'s caller through a framework backend (made with the caller's
+    recording): the wait of each turn measured from the recording, as for the file
+    backend (`voices.backends.recorded_wait.gaps_from_audio`)."""
+    from sessions.live import LiveSession
+
+    session = LiveSession(flow, backend)
+
+    async def run() -> None:
+        await session.start()
+        await asyncio.wait_for(session.closed.wait(), timeout=timeout_s)
+
+    asyncio.run(run())
+    source, speaker = backend.caller_audio, backend.speaker  # type: ignore[attr-defined]
+    assert source is not None and source.started_at is not None and speaker is not None
+    to_ms = lambda loop_s: (loop_s - session._t0) * 1000.0  # noqa: E731  the loop and the session share the monotonic clock
+    rate = speaker.played_rate
+    played = [(to_ms(t), np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0, rate) for t, pcm in speaker.played]
+    ends_ms = [to_ms(source.started_at) + end * 1000.0 for end in speech_ends_s]
+    stt = getattr(backend, "stt", None)
+    decodes = [d["decode_s"] * 1000.0 for d in stt.decodes] if stt is not None else []
+    return {
+        "gaps_ms": gaps_from_audio(ends_ms, played),
+        "turns_started": sum(1 for _, e in session.runtime.ladder_inputs if e.kind == "turn_started"),
+        "outcome": session.ended_reason,
+        "whisper_decode_ms": {"median": float(np.median(decodes)) if decodes else None, "n": len(decodes)},
+        "pipeline": backend.journal_header["pipeline"],  # type: ignore[attr-defined]
+    }
+
+
+__all__ = ["FrameworkBackend", "run_framework_turns"]
