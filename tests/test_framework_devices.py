@@ -38,12 +38,18 @@ def device_backend(framework: str, models):
     return LiveKitBackend(models, **devices)
 
 
-async def call_with_the_caller_in_the_mic(lab, session, caller) -> None:
-    """The call, with the caller's recording played into the lab's microphone from its start."""
+async def call_with_the_caller_in_the_mic(lab, session, caller, lines) -> None:
+    """The call, with the caller's recording played into the lab's microphone from its
+    start; a call that has not ended in 90 s fails with what was said (a hang guard)."""
     await session.start()
     player = asyncio.ensure_future(asyncio.to_thread(lab.play_into_mic, caller, True))
-    await asyncio.wait_for(session.closed.wait(), 60)
-    await player
+    try:
+        await asyncio.wait_for(session.closed.wait(), 90)
+    except asyncio.TimeoutError:
+        await session.stop()
+        raise AssertionError(f"the call did not end in 90 s; said: {lines}") from None
+    finally:
+        await player
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -58,7 +64,7 @@ def test_a_framework_rehearsal_on_the_devices_hears_the_microphone_and_plays_the
     folder = tmp_path / "call"
     session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
 
-    asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
+    asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller, lines))
     recording = capture.stop()
     said = [text for who, text in lines if who == "agent"]
     assert any("4821" in text or "4 8 2 1" in text for text in said), lines
@@ -86,7 +92,7 @@ def test_on_laptop_speakers_at_full_volume_the_framework_agent_does_not_hear_its
         backend.on_line = lambda who, text: lines.append((who, text))
         session = LiveSession(load_flow("reference_code"), backend, journal_dir=tmp_path / "call")
 
-        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller))
+        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller, lines))
     heard = [text.lower() for who, text in lines if who == "caller"]
     agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
     assert not [h for h in heard if any(w in h for w in agent_words)], lines

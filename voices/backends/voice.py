@@ -92,7 +92,38 @@ COMPLETE_VALUE_END_MS = 250.0
 PARTIAL_VALUE_HOLD_MS = 2500.0
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # its INFO lines would tear the TUI
 
-__all__ = ["TurnLatency", "VoiceBackend", "VoiceModels"]
+
+def pending_slot(rt):
+    """(slot spec, slot's partial digits, complete_value_end_ms, partial_value_hold_ms)
+    for the slot the pending question of a flow runtime waits for, or None."""
+    if rt is None or rt.asking is None or rt.ladder.pending_episode is None:
+        return None
+    from ladder.flow.compile import stage_timing
+
+    stage = rt.flow.stage(rt.asking[1])
+    slot = next((s for s in stage.collect if rt.state.get(s) is None), None)
+    if slot is None:
+        return None
+    timings = [stage_timing(rt.flow.stage(s)) for s in rt.active_stages()]
+
+    def longest(name: str, default: float) -> float:
+        return max((getattr(t, name, None) for t in timings if t is not None and getattr(t, name, None)), default=default)
+
+    return (rt.flow.spec.slots[slot], rt.partial.get(slot, ""),
+            longest("complete_value_end_ms", COMPLETE_VALUE_END_MS), longest("partial_value_hold_ms", PARTIAL_VALUE_HOLD_MS))
+
+
+def decode_options(rt) -> dict:
+    """Whisper's options for the words a flow runtime's pending question waits for: a
+    code or a yes/no gets the short encoder window (voices.stt.SHORT_ANSWER_DECODE,
+    measured by `lull bench stt`: as accurate on those at about 0.3 of the time);
+    anything else the full one. Every backend's whisper decodes so, a framework's too."""
+    from voices.stt import SHORT_ANSWER_DECODE
+
+    pending = pending_slot(rt)
+    return dict(SHORT_ANSWER_DECODE) if pending is not None and pending[0].type in ("digits", "yes_no") else {}
+
+__all__ = ["TurnLatency", "VoiceBackend", "VoiceModels", "decode_options", "pending_slot"]
 
 
 @dataclass
@@ -445,32 +476,10 @@ class VoiceBackend:
     def _pending_slot(self):
         """(slot spec, slot's partial digits, complete_value_end_ms, partial_value_hold_ms)
         for the slot the pending question waits for, or None."""
-        rt = getattr(self.session, "runtime", None)
-        if rt is None or rt.asking is None or rt.ladder.pending_episode is None:
-            return None
-        from ladder.flow.compile import stage_timing
-
-        stage = rt.flow.stage(rt.asking[1])
-        slot = next((s for s in stage.collect if rt.state.get(s) is None), None)
-        if slot is None:
-            return None
-        timings = [stage_timing(rt.flow.stage(s)) for s in rt.active_stages()]
-
-        def longest(name: str, default: float) -> float:
-            return max((getattr(t, name, None) for t in timings if t is not None and getattr(t, name, None)), default=default)
-
-        return (rt.flow.spec.slots[slot], rt.partial.get(slot, ""),
-                longest("complete_value_end_ms", COMPLETE_VALUE_END_MS), longest("partial_value_hold_ms", PARTIAL_VALUE_HOLD_MS))
+        return pending_slot(getattr(self.session, "runtime", None))
 
     def _decode_options(self) -> dict:
-        """Whisper's options for the words the pending question waits for: a code or a
-        yes/no gets the short encoder window (voices.stt.SHORT_ANSWER_DECODE, measured by
-        `lull bench stt`: as accurate on those at about 0.3 of the time); anything else
-        the full one."""
-        from voices.stt import SHORT_ANSWER_DECODE
-
-        pending = self._pending_slot()
-        return dict(SHORT_ANSWER_DECODE) if pending is not None and pending[0].type in ("digits", "yes_no") else {}
+        return decode_options(getattr(self.session, "runtime", None))
 
     def _pause_started(self, event) -> None:
         """On the loop: a pause began within a caller turn: decode what was said so far."""

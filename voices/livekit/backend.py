@@ -26,6 +26,7 @@ from pathlib import Path
 from livekit.agents import Agent, AgentSession
 
 from ladder.flow.shared_intents import flow_intents
+from voices.backends.voice import decode_options
 from voices.framework_backend import FrameworkBackend
 from voices.interpret import make_matcher_soon
 
@@ -86,7 +87,8 @@ class LiveKitBackend(FrameworkBackend):
 
     async def start(self) -> None:
         assert self.adapter is not None, "attach() first"
-        self.stt = LullWhisperSTT(self.models.recognizer)
+        # the short window for a code or a yes/no, as Lull's own backends decode
+        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
         vad = silero_vad()  # about a second, once
         self.agent_session = AgentSession(vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice),
                                           user_away_timeout=None)

@@ -38,9 +38,12 @@ def _mono_16k(buffer: AudioBuffer) -> np.ndarray:
 class LullWhisperSTT(stt.STT):
     """Each utterance the session's VAD cut, decoded by Lull's `WhisperRecognizer`."""
 
-    def __init__(self, recognizer) -> None:
+    def __init__(self, recognizer, options=None) -> None:  # noqa: ANN001
+        """`options()`: whisper's options for the words awaited now (a flow's backend gives
+        `voices.backends.voice.decode_options`: the short window for a code or a yes/no)."""
         super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
         self._recognizer = recognizer
+        self._options = options or dict
         self.decodes: list[dict] = []  # per utterance: audio and decode seconds, the words
 
     @property
@@ -55,7 +58,7 @@ class LullWhisperSTT(stt.STT):
                               conn_options: APIConnectOptions) -> stt.SpeechEvent:
         samples = _mono_16k(buffer)
         try:
-            heard = await asyncio.to_thread(self._recognizer.transcribe, samples)
+            heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
             raise APIError(f"whisper: {exc}"[:200], retryable=False) from exc
         self.decodes.append({"audio_s": round(samples.size / STT_RATE, 3), "decode_s": round(heard.decode_s, 3),

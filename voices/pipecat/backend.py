@@ -28,6 +28,7 @@ from pipecat.turns.user_turn_processor import UserTurnProcessor
 from pipecat.workers.runner import WorkerRunner
 
 from ladder.flow.shared_intents import flow_intents
+from voices.backends.voice import decode_options
 from voices.framework_backend import FrameworkBackend
 from voices.framework_recording import FrameworkRecordings
 from voices.interpret import make_matcher_soon
@@ -82,7 +83,8 @@ class PipecatBackend(FrameworkBackend):
 
     async def start(self) -> None:
         assert self.processor is not None, "attach() first"
-        self.stt = LullWhisperSTT(self.models.recognizer)
+        # the short window for a code or a yes/no, as Lull's own backends decode
+        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
         rate = self.models.voice.sample_rate
         if self.caller is not None:
             self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)

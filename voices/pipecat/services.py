@@ -26,12 +26,15 @@ STT_RATE = 16_000
 class LullWhisperSTT(SegmentedSTTService):
     """Each speech segment Pipecat's VAD cut, decoded by Lull's `WhisperRecognizer`."""
 
-    def __init__(self, recognizer, **kwargs) -> None:
+    def __init__(self, recognizer, options=None, **kwargs) -> None:  # noqa: ANN001
+        """`options()`: whisper's options for the words awaited now (a flow's backend gives
+        `voices.backends.voice.decode_options`: the short window for a code or a yes/no)."""
         # ttfs: how long after the caller stops Pipecat waits for the words; tiny.en decodes
         # a short answer in 0.2-0.6 s on two cores, and a busy machine doubles that
         kwargs.setdefault("ttfs_p99_latency", 1.0)
         super().__init__(sample_rate=STT_RATE, settings=STTSettings(model=recognizer.model_name, language="en"), **kwargs)
         self._recognizer = recognizer
+        self._options = options or dict
         self.decodes: list[dict] = []  # per segment: audio and decode seconds, the words
 
     def can_generate_metrics(self) -> bool:
@@ -40,7 +43,7 @@ class LullWhisperSTT(SegmentedSTTService):
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         samples = np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0
         try:
-            heard = await asyncio.to_thread(self._recognizer.transcribe, samples)
+            heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
             yield ErrorFrame(error=f"whisper: {exc}"[:200])
             return
