@@ -87,6 +87,10 @@ class LiveKitBackend(FrameworkBackend):
 
     async def start(self) -> None:
         assert self.adapter is not None, "attach() first"
+        # the flow's classifier built before the call starts, as on Lull's own backends: a
+        # build during the greeting competes for the CPU, and on a busy machine the
+        # caller's first answer waited for it past the flow's watchdog ("Sorry, I missed that")
+        await asyncio.to_thread(getattr(self.matcher, "get", lambda: self.matcher))
         # the short window for a code or a yes/no, as Lull's own backends decode
         self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
         vad = silero_vad()  # about a second, once
