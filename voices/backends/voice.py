@@ -118,9 +118,13 @@ def decode_options(rt) -> dict:
     code or a yes/no gets the short encoder window (voices.stt.SHORT_ANSWER_DECODE,
     measured by `lull bench stt`: as accurate on those at about 0.3 of the time);
     anything else the full one. Every backend's whisper decodes so, a framework's too."""
+    return options_for(pending_slot(rt))
+
+
+def options_for(pending) -> dict:
+    """Whisper's options for a pending slot as `pending_slot` gives it (None: none pending)."""
     from voices.stt import SHORT_ANSWER_DECODE
 
-    pending = pending_slot(rt)
     return dict(SHORT_ANSWER_DECODE) if pending is not None and pending[0].type in ("digits", "yes_no") else {}
 
 __all__ = ["TurnLatency", "VoiceBackend", "VoiceModels", "decode_options", "pending_slot"]
@@ -479,7 +483,7 @@ class VoiceBackend:
         return pending_slot(getattr(self.session, "runtime", None))
 
     def _decode_options(self) -> dict:
-        return decode_options(getattr(self.session, "runtime", None))
+        return options_for(self._pending_slot())
 
     def _pause_started(self, event) -> None:
         """On the loop: a pause began within a caller turn: decode what was said so far."""
