@@ -40,6 +40,15 @@ class FrameworkBackend:
         assert self.adapter is not None, "attach() first"
         self.adapter.cancel(token)
 
+    def media_line(self) -> str:
+        """What the call runs on, for the console and headless runs."""
+        model = self.models.recognizer.model_name.removesuffix(" (bundled)")  # type: ignore[attr-defined]
+        source = self.caller.name if self.caller is not None else "microphone"  # type: ignore[attr-defined]
+        line = f"{self.name}: {source} · {self.media} · whisper {model} · piper"  # type: ignore[attr-defined]
+        if self.echo is not None:  # type: ignore[attr-defined]
+            line += f" · {self.echo.canceller.describe()}"  # type: ignore[attr-defined]
+        return line
+
     @property
     def speaking(self) -> bool:
         return self.adapter is not None and self.adapter.speaking

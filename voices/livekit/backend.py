@@ -48,6 +48,7 @@ def silero_vad():
 
 class LiveKitBackend(FrameworkBackend):
     name = "livekit"
+    media = "Silero"  # what hears the caller, for the media line
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True, keep_secret_audio: bool = False,
@@ -131,14 +132,6 @@ class LiveKitBackend(FrameworkBackend):
             self.recordings.close()
 
     # -- what the console and headless runs ask of a backend ---------------------------
-
-    def media_line(self) -> str:
-        model = self.models.recognizer.model_name.removesuffix(" (bundled)")
-        source = self.caller.name if self.caller is not None else "microphone"
-        line = f"livekit: {source} · Silero · whisper {model} · piper"
-        if self.echo is not None:
-            line += f" · {self.echo.canceller.describe()}"
-        return line
 
     @property
     def caller_audio(self) -> CallerFileAudio | None:

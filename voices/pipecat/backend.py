@@ -41,6 +41,7 @@ from .transports import CallerFileInput, ClockedSpeakerOutput, MicrophoneInput, 
 
 class PipecatBackend(FrameworkBackend):
     name = "pipecat"
+    media = "Silero · smart-turn"  # what hears the caller, for the media line
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True,
@@ -138,14 +139,6 @@ class PipecatBackend(FrameworkBackend):
             self.recordings.close()
 
     # -- what the console and headless runs ask of a backend ---------------------------
-
-    def media_line(self) -> str:
-        model = self.models.recognizer.model_name.removesuffix(" (bundled)")
-        source = self.caller.name if self.caller is not None else "microphone"
-        line = f"pipecat: {source} · Silero · smart-turn · whisper {model} · piper"
-        if self.echo is not None:
-            line += f" · {self.echo.canceller.describe()}"
-        return line
 
     @property
     def caller_audio(self) -> CallerFileInput | None:
