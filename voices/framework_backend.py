@@ -75,6 +75,9 @@ def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[flo
     from sessions.live import LiveSession
 
     session = LiveSession(flow, backend)
+    heard: list[str] = []  # the caller's words, turn by turn, as the flow got them
+    shown = backend.on_line
+    backend.on_line = lambda who, text: (heard.append(text) if who == "caller" else None, shown(who, text))[1]
 
     async def run() -> None:
         await session.start()
@@ -91,6 +94,7 @@ def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[flo
     decodes = [d["decode_s"] * 1000.0 for d in stt.decodes] if stt is not None else []
     return {
         "gaps_ms": gaps_from_audio(ends_ms, played),
+        "heard": heard,
         "turns_started": sum(1 for _, e in session.runtime.ladder_inputs if e.kind == "turn_started"),
         "outcome": session.ended_reason,
         "whisper_decode_ms": {"median": float(np.median(decodes)) if decodes else None, "n": len(decodes)},

@@ -241,6 +241,15 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
     for name, run in framework_runs.items():
         result["wait_from_the_recording_ms"][name] = run["gaps_ms"]
         result[name] = run
+        # a caller cut mid-number: a turn whose words hold part of a code (1-3 digits)
+        from ladder.flow.text import parse_digits
+
+        heard, answers = run["heard"], [kind == "answer" for _, kind in CALLER[:turns]]
+        if len(heard) == turns:  # one utterance a turn: an answer heard short of its four digits
+            run["cut_mid_number"] = [w for w, answer in zip(heard, answers) if answer and len(parse_digits(w) or "") < 4]
+        else:  # a turn heard in parts: the parts that hold part of a code
+            run["cut_mid_number"] = [w for w in heard if 0 < len(parse_digits(w) or "") < 4]
+        result["targets"][f"{name}: no caller cut mid-number"] = not run["cut_mid_number"]
     waits = {name: [g for g in gaps if g is not None] for name, gaps in result["wait_from_the_recording_ms"].items()}
     result["wait_from_the_recording_summary"] = {
         name: {"median": statistics.median(values) if values else None, "max": max(values, default=None),

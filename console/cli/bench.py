@@ -95,6 +95,10 @@ def bench_turn(
     for name in frameworks:
         if f"wait_ratio_{name}_over_file" in result:
             out.print(f"  {name} over file, median wait: {result[f'wait_ratio_{name}_over_file']}x")
+    for name in frameworks:
+        if name in result:  # the caller's words as the flow got them, one turn each
+            heard = " | ".join(result[name]["heard"])
+            out.print(Text(f"  {name} heard: {heard}"))
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
 

@@ -66,6 +66,7 @@ from ladder import (
 )
 from ladder.flow.shared_intents import flow_intents
 from voices.echo import EchoGate, power
+from voices.end_of_turn import pending_slot
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 
@@ -86,31 +87,7 @@ BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
 # agent's own voice from what is kept.
 BARGE_IN_LOOKBACK_MS = 700
 EVIDENCE_WINDOW = 12  # the frames looked back on when a segment starts (about 380 ms)
-# slot-aware end of turn, when no active stage sets its own (`timing` in the flow;
-# across active stages the longer wins, as for end_of_speech_ms)
-COMPLETE_VALUE_END_MS = 250.0
-PARTIAL_VALUE_HOLD_MS = 2500.0
 logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # its INFO lines would tear the TUI
-
-
-def pending_slot(rt):
-    """(slot spec, slot's partial digits, complete_value_end_ms, partial_value_hold_ms)
-    for the slot the pending question of a flow runtime waits for, or None."""
-    if rt is None or rt.asking is None or rt.ladder.pending_episode is None:
-        return None
-    from ladder.flow.compile import stage_timing
-
-    stage = rt.flow.stage(rt.asking[1])
-    slot = next((s for s in stage.collect if rt.state.get(s) is None), None)
-    if slot is None:
-        return None
-    timings = [stage_timing(rt.flow.stage(s)) for s in rt.active_stages()]
-
-    def longest(name: str, default: float) -> float:
-        return max((getattr(t, name, None) for t in timings if t is not None and getattr(t, name, None)), default=default)
-
-    return (rt.flow.spec.slots[slot], rt.partial.get(slot, ""),
-            longest("complete_value_end_ms", COMPLETE_VALUE_END_MS), longest("partial_value_hold_ms", PARTIAL_VALUE_HOLD_MS))
 
 
 def decode_options(rt) -> dict:

@@ -34,7 +34,14 @@ from `attach`):
   when it was interrupted after it started playing.
 - `user_state_changed` to `speaking` / back to `listening`: `TurnStarted` /
   `TurnEnded` of one caller turn (`user-N`, seq N), whatever VAD and turn detector the
-  session runs. `away` never comes (no `user_away_timeout`).
+  session runs. `away` never comes (no `user_away_timeout`). With `end_of_turn=True`
+  the turn ends as Lull's own agent ends it (`voices.end_of_turn`): back to `listening`
+  and each final transcript are the VAD's and STT's reports; a complete code ends the
+  turn once its words are in, part of one holds it open for the stage's
+  `partial_value_hold_ms` (speaking again within it continues the same turn), other
+  words wait the stage's end-of-speech hold, all from the caller's last word (the VAD's
+  `min_silence_duration` before its report). Each decision on a value is journaled
+  (`end_of_turn`).
 - `user_input_transcribed` (final): the caller's words, read by Lull's classifier on its
   shared phrases (asking for time, being back, asking again, backchannels) into
   `TurnInterpreted` once the turn has ended (a transcript after the end is read when it
@@ -94,8 +101,11 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
+from voices.end_of_turn import SlotAwareJudge, TurnEnd
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
+
+from .turns import LullTurnDetector
 
 def _loop_clock() -> float:
     """The session's clock: its event loop's (monotonic on a real loop, virtual in tests)."""
@@ -125,7 +135,8 @@ class _LiveEdge:
         self.adapter.cancel(token)
 
     def set_end_of_speech(self, ms: float | None) -> None:
-        """The session's VAD and endpointing decide when the caller has finished."""
+        """The active stages' hold, for Lull's end of turn."""
+        self.adapter.judge.set_end_of_speech(ms)
 
     async def close(self) -> None:
         self.adapter.close_call()
@@ -152,6 +163,7 @@ class LullLadder:
         on_prompt: Callable[[RequestPrompt], None] | None = None,
         flow=None,
         live=None,
+        end_of_turn: bool = False,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); its journal
         (`source: livekit`) replays CLEAN with `lull sessions replay`. `services`: what
@@ -161,7 +173,9 @@ class LullLadder:
         `matcher`: any object with `match(text) -> (intent, score)`; by default Lull's
         classifier on its shared phrases, built in a thread from here on. `on_prompt`:
         told of each prompt as it is handed to the session (an observer, or a rehearsal's
-        endpoint). `flow` (a CompiledFlow) or `live` (a LiveSession): flow mode."""
+        endpoint). `flow` (a CompiledFlow) or `live` (a LiveSession): flow mode.
+        `end_of_turn`: Lull's slot-aware end of turn decides when the caller's turn has
+        ended (`voices.end_of_turn`, below), not each end of the session's VAD."""
         if flow is not None and live is None:
             from sessions.live import LiveSession
 
@@ -180,6 +194,13 @@ class LullLadder:
             intents = LearnedIntents(LADDER_INTENTS) if live is None else flow_intents(live.flow.spec)
             matcher = make_matcher_soon(intents, None, "classifier")
         self.matcher = matcher
+        # Lull's end of turn: the session's turn detector (`turn_detector()`) and, with
+        # `end_of_turn`, this adapter's own end of each caller turn
+        self.judge = SlotAwareJudge(lambda: live.runtime if live is not None else None, matcher)
+        self.end_of_turn = end_of_turn
+        self._turn_end: TurnEnd | None = None  # the caller turn not yet ended (end_of_turn)
+        self._turn_timer: asyncio.TimerHandle | None = None
+        self._vad_silence_ms = 0.0
         self._services = dict(services or {})
         # flow mode: the live session journals the call
         self._journal = FrameworkJournal(journal_dir if live is None else None, self._journal_header)
@@ -222,6 +243,10 @@ class LullLadder:
         self.session = session
         self._loop = asyncio.get_running_loop()
         self._now()  # the clock starts here
+        # the VAD reports the end of speech after this much silence: the caller's last
+        # word was that long before the user state changes
+        opts = getattr(getattr(session, "vad", None), "_opts", None)
+        self._vad_silence_ms = float(getattr(opts, "min_silence_duration", 0.0) or 0.0) * 1000.0
         session.on("agent_state_changed", self._on_agent_state)
         session.on("user_state_changed", self._on_user_state)
         session.on("user_input_transcribed", self._on_transcribed)
@@ -280,21 +305,72 @@ class LullLadder:
 
     def _on_user_state(self, ev) -> None:
         if ev.new_state == "speaking":
+            if self._turn_end is not None:  # the caller goes on after a pause: the same turn
+                self._stop_turn_timer()
+                self._turn_end.speech_started(self._now())
+                return
             self._seq += 1
             self._user_words, self._user_stopped, self._interpreted = [], False, False
             self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
+            if self.end_of_turn:
+                self._turn_end = TurnEnd(self.judge.verdict)
+                self._turn_end.speech_started(self._now())
         elif ev.old_state == "speaking" and self._seq:
-            self._user_stopped = True
-            self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
-            if self._user_words:
-                self._soon(self._interpret())
+            if self._turn_end is not None:
+                self._arm_turn_end(self._turn_end.speech_stopped(self._now(), self._vad_silence_ms))
+                return
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        self._user_stopped = True
+        self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
+        if self._user_words:
+            self._soon(self._interpret())
 
     def _on_transcribed(self, ev) -> None:
         if not ev.is_final or not ev.transcript.strip():
             return
         self._user_words.append(ev.transcript)
-        if self._user_stopped and not self._interpreted:
+        if self._turn_end is not None:
+            self._arm_turn_end(self._turn_end.words(self._now(), ev.transcript))
+        elif self._user_stopped and not self._interpreted:
             self._soon(self._interpret())  # the words came after the turn ended
+
+    # -- Lull's end of turn (end_of_turn=True) ----------------------------------------
+
+    def turn_detector(self) -> LullTurnDetector:
+        """A LiveKit turn detector reading the caller's words as this adapter does
+        (`AgentSession(turn_detection=...)`; voices.livekit.turns)."""
+        return LullTurnDetector(self.judge)
+
+    def _arm_turn_end(self, deadline: float | None) -> None:
+        self._stop_turn_timer()
+        end = self._turn_end
+        if end is None or deadline is None:
+            return
+        decision = end.decision
+        if decision is not None and decision.reason != "hold" and decision != getattr(end, "noted", None):
+            end.noted = decision  # type: ignore[attr-defined]
+            self._note_end_of_turn(decision)
+        assert self._loop is not None and self._start is not None
+        self._turn_timer = self._loop.call_at(self._start + deadline / 1000.0, self._turn_over)
+
+    def _turn_over(self) -> None:
+        self._turn_timer, self._turn_end = None, None
+        self._end_turn()
+
+    def _stop_turn_timer(self) -> None:
+        if self._turn_timer is not None:
+            self._turn_timer.cancel()
+            self._turn_timer = None
+
+    def _note_end_of_turn(self, verdict) -> None:  # noqa: ANN001
+        """Journaled as Lull's own backends journal it (the words stay out: they may be a
+        secret value)."""
+        if self._live is not None:
+            decision = "end_now" if verdict.reason == "complete_value" else "hold_open"
+            self._live.note("end_of_turn", {"turn": self.turn_id(self._seq), "decision": decision,
+                                            "reason": verdict.reason, "hold_ms": verdict.hold_ms})
 
     def _on_tool(self, ev) -> None:
         update = ev.update
@@ -313,6 +389,7 @@ class LullLadder:
 
     def _on_close(self, ev) -> None:
         self._session_closed = True
+        self._stop_turn_timer()
         if self._live is not None:  # flow mode: the live session ends the call
             self._soon(self._stop_live())
             return

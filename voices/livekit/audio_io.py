@@ -324,7 +324,10 @@ class SpeakerAudio(io.AudioOutput):
         self._played += filled
         outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
         if self.echo is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+            try:
+                self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+            except RuntimeError:
+                pass  # the call's loop has closed while the card ran out its last block
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)

@@ -9,7 +9,8 @@ On the devices, Lull's echo canceller and gate (`voices.room_echo.RoomEcho`) tak
 agent's own voice out of the microphone before the session's VAD hears it.
 
 LiveKit's own Silero VAD (from the `livekit-plugins-silero` wheel) decides when the
-caller speaks and stops; its turn detection is VAD-based (LiveKit's turn detector model
+caller speaks and pauses; Lull's end of turn decides when they have finished, in the
+adapter and as the session's turn detector (`voices.livekit.turns`; LiveKit's own model
 is fetched from a hub at run time, so on device there is none). Lull's whisper and
 piper, loaded once, hear and speak. The live session (journal, timers, the console) is
 the same as on every other backend: this backend is its edge, and the LullLadder in the
@@ -27,6 +28,7 @@ from livekit.agents import Agent, AgentSession
 
 from ladder.flow.shared_intents import flow_intents
 from voices.backends.voice import decode_options
+from voices.end_of_turn import COMPLETE_VALUE_END_MS, PARTIAL_VALUE_HOLD_MS
 from voices.framework_backend import FrameworkBackend
 from voices.interpret import make_matcher_soon
 
@@ -38,17 +40,24 @@ from .audio_io import CallerFileAudio, ClockedSpeaker, MicrophoneAudio, SpeakerA
 from .plugins import LullPiperTTS, LullWhisperSTT
 
 
-def silero_vad():
+# the VAD reports the end of speech this long after the caller's last word, and the
+# segment's words are decoded then; LiveKit's default (0.55 s) is a turn detector of its
+# own. Lull's end of turn holds the turn as long as the words need (voices.end_of_turn),
+# so the VAD only marks the pause's onset
+VAD_SILENCE_S = 0.1
+
+
+def silero_vad(min_silence_s: float = VAD_SILENCE_S):
     """LiveKit's Silero VAD plugin; its model ships in the wheel. (LiveKit registers a
     plugin on the main thread only: import it there, on the loop, before any thread.)"""
     from livekit.plugins import silero
 
-    return silero.VAD.load()
+    return silero.VAD.load(min_silence_duration=min_silence_s)
 
 
 class LiveKitBackend(FrameworkBackend):
     name = "livekit"
-    media = "Silero"  # what hears the caller, for the media line
+    media = "Silero · Lull end of turn"  # what hears the caller, for the media line
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True, keep_secret_audio: bool = False,
@@ -74,7 +83,7 @@ class LiveKitBackend(FrameworkBackend):
                 "audio": "CallerFileAudio/ClockedSpeaker" if caller is not None else "MicrophoneAudio/SpeakerAudio",
                 **({} if caller is not None else {"aec": aec, "echo_gate": True}),
                 "vad": "livekit-plugins-silero",
-                "turns": "VAD (LiveKit's turn detector needs a hub; Lull owns barge-in)",
+                "turns": "Lull's end of turn (LullTurnDetector; LiveKit's own needs a hub; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
             },
         }
@@ -84,7 +93,7 @@ class LiveKitBackend(FrameworkBackend):
     def attach(self, session) -> None:
         self.session = session
         self.matcher = make_matcher_soon(flow_intents(session.flow.spec), None, self.models.matcher_kind)
-        self.adapter = LullLadder(live=session, matcher=self.matcher, on_line=self._line)
+        self.adapter = LullLadder(live=session, matcher=self.matcher, on_line=self._line, end_of_turn=True)
 
     async def start(self) -> None:
         assert self.adapter is not None, "attach() first"
@@ -95,8 +104,12 @@ class LiveKitBackend(FrameworkBackend):
         # the short window for a code or a yes/no, as Lull's own backends decode
         self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
         vad = silero_vad()  # about a second, once
-        self.agent_session = AgentSession(vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice),
-                                          user_away_timeout=None)
+        self.agent_session = AgentSession(
+            vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice), user_away_timeout=None,
+            # the session's own endpointing reads the words as Lull does (voices.livekit.turns)
+            turn_handling={"turn_detection": self.adapter.turn_detector(), "endpointing": {
+                "min_delay": COMPLETE_VALUE_END_MS / 1000.0, "max_delay": PARTIAL_VALUE_HOLD_MS / 1000.0}},
+        )
         rate = self.models.voice.sample_rate
         if self.caller is not None:
             self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(rate)
@@ -116,7 +129,9 @@ class LiveKitBackend(FrameworkBackend):
         await self.agent_session.start(Agent(instructions="A Lull flow speaks through this session; there is no LLM."))
 
     def set_end_of_speech(self, ms: float | None) -> None:
-        """LiveKit's VAD and endpointing decide when the caller has finished."""
+        """The active stages' hold, for Lull's end of turn."""
+        if self.adapter is not None:
+            self.adapter.judge.set_end_of_speech(ms)
 
     async def close(self) -> None:
         if self.input is not None:

@@ -3,7 +3,8 @@
 - `processor`: `LullProcessor`, a Lull silence policy (ladder mode) or flow (flow mode)
   as a Pipecat FrameProcessor; `frames`: `LullEventFrame`, for what Pipecat has no frame for;
 - `services`: Lull's whisper and piper as Pipecat services; `transports`: a recorded
-  caller in and a clocked speaker out, no sound card; `turns`: Lull owns barge-in;
+  caller in and a clocked speaker out, no sound card; `turns`: Lull's end of turn as a
+  stop strategy (`LullTurnStop`, `lull_turns`), and Lull owns barge-in;
 - `backend`: `lull rehearse --backend pipecat`; `incidents`: `lull incidents run --via
   pipecat`, on `voices.virtual_loop`'s virtual-time event loop.
 """
@@ -17,9 +18,9 @@ from .frames import LullEventFrame
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
 from .transports import CallerFileInput, ClockedSpeakerOutput
-from .turns import lull_owns_barge_in
+from .turns import LullTurnStop, lull_owns_barge_in, lull_turns
 
 __all__ = [
     "CallerFileInput", "ClockedSpeakerOutput", "LullEventFrame", "LullPiperTTS", "LullProcessor",
-    "LullWhisperSTT", "lull_owns_barge_in",
+    "LullTurnStop", "LullWhisperSTT", "lull_owns_barge_in", "lull_turns",
 ]

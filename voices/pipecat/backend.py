@@ -5,8 +5,9 @@ pipeline.
       -> UserTurnProcessor -> LullProcessor (flow mode, bound to the session)
       -> LullPiperTTS -> ClockedSpeakerOutput | SpeakerOutput
 
-Pipecat's own VAD (Silero) and turn strategies (VAD to start a turn, the smart-turn v3
-model to end it) decide when the caller speaks and stops; Lull's whisper and piper,
+Pipecat's own VAD (Silero) and start strategies decide when the caller speaks; Lull's
+end of turn as the pipeline's stop strategy (`voices.pipecat.turns.LullTurnStop`)
+decides when they have finished, as on Lull's own backends; Lull's whisper and piper,
 loaded once, hear and speak; Pipecat's output transport reports the bot speaking. The
 live session (journal, timers, the console) is the same as on every other backend:
 this backend is its edge, and the LullProcessor in the middle is the frame mapping an
@@ -21,6 +22,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from pipecat.audio.vad.silero import SileroVADAnalyzer
+from pipecat.audio.vad.vad_analyzer import VADParams
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.audio.vad_processor import VADProcessor
@@ -35,13 +37,20 @@ from voices.interpret import make_matcher_soon
 
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
-from .turns import lull_owns_barge_in
+from .turns import lull_turns
 from .transports import CallerFileInput, ClockedSpeakerOutput, MicrophoneInput, RoomEcho, SpeakerOutput
+
+
+# the VAD reports a pause this long after the caller's last word, and the segment's
+# words are decoded then; Lull's end of turn (LullTurnStop) holds the turn as long as
+# the words need, so the VAD only marks the pause's onset (Pipecat's default, 0.2 s,
+# added its whole length to every caller's wait)
+PAUSE_S = 0.1
 
 
 class PipecatBackend(FrameworkBackend):
     name = "pipecat"
-    media = "Silero · smart-turn"  # what hears the caller, for the media line
+    media = "Silero · Lull end of turn"  # what hears the caller, for the media line
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True,
@@ -69,7 +78,7 @@ class PipecatBackend(FrameworkBackend):
             "pipeline": {
                 "pipecat": version("pipecat-ai"), "mode": "flow",
                 "transport": "CallerFileInput/ClockedSpeakerOutput" if caller is not None else "MicrophoneInput/SpeakerOutput",
-                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, smart-turn v3 stop; Lull owns barge-in)",
+                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, LullTurnStop; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
                 **({} if caller is not None else {"aec": aec, "echo_gate": True}),
             },
@@ -103,9 +112,9 @@ class PipecatBackend(FrameworkBackend):
             self.output = SpeakerOutput(self.output_device, rate, self.echo)
         pipeline = Pipeline([
             self.pipeline_input,
-            VADProcessor(vad_analyzer=SileroVADAnalyzer()),
+            VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=PAUSE_S))),
             self.stt,
-            UserTurnProcessor(user_turn_strategies=lull_owns_barge_in()),
+            UserTurnProcessor(user_turn_strategies=lull_turns(self.processor)),
             self.processor,
             LullPiperTTS(self.models.voice),
             self.output,
@@ -126,7 +135,9 @@ class PipecatBackend(FrameworkBackend):
         await started.wait()  # the processor can push the first prompt
 
     def set_end_of_speech(self, ms: float | None) -> None:
-        """Pipecat's turn strategy decides when the caller has finished."""
+        """The active stages' hold, for the pipeline's stop strategy (LullTurnStop)."""
+        if self.processor is not None:
+            self.processor.set_end_of_speech(ms)
 
     async def close(self) -> None:
         if self._worker is not None and self._run is not None and not self._run.done():

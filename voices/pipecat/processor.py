@@ -116,6 +116,7 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
+from voices.end_of_turn import SlotAwareJudge
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 
@@ -178,6 +179,8 @@ class LullProcessor(FrameProcessor):
             intents = LearnedIntents(LADDER_INTENTS) if session is None else flow_intents(session.flow.spec)
             matcher = make_matcher_soon(intents, None, "classifier")
         self.matcher = matcher
+        # Lull's end of turn, for the pipeline's turn strategies (voices.pipecat.turns.lull_turns)
+        self.end_of_turn = SlotAwareJudge(lambda: session.runtime if session is not None else None, matcher)
         self.inputs: list[tuple[float, Event]] = []  # what the core was fed, in order
         self.effects: list[tuple[float, Effect]] = []
         self._start: float | None = None
@@ -343,7 +346,17 @@ class LullProcessor(FrameProcessor):
         self.create_task(cut())
 
     def set_end_of_speech(self, ms: float | None) -> None:
-        """The pipeline's turn strategy decides when the caller has finished."""
+        """The active stages' end-of-speech hold, for `LullTurnStop` (with `lull_turns`;
+        another turn strategy decides on its own)."""
+        self.end_of_turn.set_end_of_speech(ms)
+
+    def note_end_of_turn(self, verdict) -> None:  # noqa: ANN001
+        """`LullTurnStop` decided this turn from its words: journaled as Lull's own
+        backends journal it (the words stay out: they may be a secret value)."""
+        if self._session is not None and self._seq:
+            decision = "end_now" if verdict.reason == "complete_value" else "hold_open"
+            self._session.note("end_of_turn", {"turn": self.turn_id(self._seq), "decision": decision,
+                                               "reason": verdict.reason, "hold_ms": verdict.hold_ms})
 
     async def close(self) -> None:
         if self.end_call_on_close and not self._closing:

@@ -40,6 +40,10 @@ class LullWhisperSTT(SegmentedSTTService):
     def can_generate_metrics(self) -> bool:
         return False
 
+    @property
+    def wants_wav_segments(self) -> bool:
+        return False  # whisper reads the raw 16-bit PCM (a WAV header would be heard as samples)
+
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         samples = np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0
         try:

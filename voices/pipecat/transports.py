@@ -269,7 +269,10 @@ class SpeakerOutput(BaseOutputTransport):
         self._played += filled
         outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
         if self.echo is not None and self._loop is not None:
-            self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+            try:
+                self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
+            except RuntimeError:
+                pass  # the call's loop has closed while the card ran out its last block
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
         samples = np.frombuffer(frame.audio, np.int16).astype(np.float32) / 32768.0

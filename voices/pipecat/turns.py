@@ -1,20 +1,126 @@
-"""Who decides what the caller may talk over, in a Pipecat pipeline running a Lull flow."""
+"""Who decides when the caller has finished, and what they may talk over, in a Pipecat
+pipeline running a Lull flow.
+
+`LullTurnStop` is a Pipecat user-turn stop strategy that ends turns as Lull's own agent
+does (`voices.end_of_turn`): from the VAD's stop and the words of each segment, read
+against the question pending. A complete code ends the turn as soon as its words are
+in; part of one holds the turn open (a caller pausing between digits gives one answer);
+other words wait the stage's hold. `lull_turns(processor)` gives a `UserTurnProcessor`
+this stop strategy and Pipecat's own start strategies without their interruption.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+
+from pipecat.frames.frames import (
+    Frame,
+    STTMetadataFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_start.transcription_user_turn_start_strategy import TranscriptionUserTurnStartStrategy
 from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnStartStrategy
+from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+from voices.end_of_turn import SlotAwareJudge, TurnEnd, Verdict
+
+
+def _no_interruption_starts() -> list:
+    return [VADUserTurnStartStrategy(enable_interruptions=False),
+            TranscriptionUserTurnStartStrategy(enable_interruptions=False)]
 
 
 def lull_owns_barge_in() -> UserTurnStrategies:
     """Pipecat's default turn strategies (VAD or words start a turn, smart-turn v3 ends
     it) without their interruption: the flow decides what the caller may talk over (a
     disclosure said verbatim is not cut), and Lull's cancel flushes the rest."""
-    return UserTurnStrategies(start=[
-        VADUserTurnStartStrategy(enable_interruptions=False),
-        TranscriptionUserTurnStartStrategy(enable_interruptions=False),
-    ])
+    return UserTurnStrategies(start=_no_interruption_starts())
 
 
-__all__ = ["lull_owns_barge_in"]
+def lull_turns(processor) -> UserTurnStrategies:  # noqa: ANN001
+    """Lull's end of turn (`LullTurnStop`, reading `processor`'s pending question) and
+    Pipecat's start strategies without their interruption (as `lull_owns_barge_in`)."""
+    return UserTurnStrategies(start=_no_interruption_starts(),
+                              stop=[LullTurnStop(processor.end_of_turn, on_decision=processor.note_end_of_turn)])
+
+
+class LullTurnStop(BaseUserTurnStopStrategy):
+    """End the user's turn as Lull does (voices.end_of_turn.TurnEnd), on the pipeline's
+    event loop clock. The VAD's stop frame carries how long it waited (`stop_secs`), so
+    the caller's last word is placed that much earlier; the STT's p99 latency (from its
+    metadata frame) is how long a segment's words are waited for."""
+
+    def __init__(self, judge: SlotAwareJudge, *, on_decision: Callable[[Verdict], None] | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.judge = judge
+        self.on_decision = on_decision or (lambda verdict: None)
+        self._words_wait_ms: float | None = None
+        self._end = self._new_turn()
+        self._timer: asyncio.Task | None = None
+        self._noted: Verdict | None = None
+
+    def _new_turn(self, speaking: bool = False) -> TurnEnd:
+        end = TurnEnd(self.judge.verdict) if self._words_wait_ms is None else \
+            TurnEnd(self.judge.verdict, words_wait_ms=self._words_wait_ms)
+        end.speaking = speaking
+        return end
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time() * 1000.0
+
+    async def handle_user_turn_started(self) -> None:
+        # the VAD's state is the caller's, not the turn's: a turn may begin mid-speech
+        self._end, self._noted = self._new_turn(self._end.speaking), None
+        await self._cancel()
+
+    async def handle_user_turn_stopped(self) -> None:
+        self._end, self._noted = self._new_turn(), None
+        await self._cancel()
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._cancel()
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, STTMetadataFrame):
+            self._words_wait_ms = self._end.words_wait_ms = frame.ttfs_p99_latency * 1000.0
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
+            self._end.speech_started(self._now())
+            await self._cancel()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            await self._arm(self._end.speech_stopped(self._now(), frame.stop_secs * 1000.0))
+        elif isinstance(frame, TranscriptionFrame):
+            await self._arm(self._end.words(self._now(), frame.text))
+        return ProcessFrameResult.CONTINUE
+
+    async def _arm(self, deadline: float | None) -> None:
+        await self._cancel()
+        decision = self._end.decision
+        if decision is not None and decision != self._noted and decision.reason != "hold":
+            self._noted = decision
+            self.on_decision(decision)
+        if deadline is None:
+            return
+        self._timer = self.task_manager.create_task(self._end_at(deadline), f"{self}::end_at")
+
+    async def _end_at(self, deadline: float) -> None:
+        try:
+            await asyncio.sleep(max(0.0, deadline - self._now()) / 1000.0)
+        except asyncio.CancelledError:
+            return
+        self._timer = None
+        await self.trigger_user_turn_stopped()
+
+    async def _cancel(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None and timer is not asyncio.current_task():
+            await self.task_manager.cancel_task(timer)
+
+
+__all__ = ["LullTurnStop", "lull_owns_barge_in", "lull_turns"]
