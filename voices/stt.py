@@ -381,3 +381,24 @@ def word_error_rate(reference: str, hypothesis: str) -> float:
             cur[k] = min(prev[k] + 1, cur[k - 1] + 1, prev[k - 1] + (r != h))
         prev = cur
     return prev[-1] / len(ref)
+
+
+# a turn as Lull's own voice backend hands it to whisper: 300 ms before the speech
+# (voices.backends.voice.PRE_ROLL_MS) and a little after it
+FRAMED_BEFORE_S, FRAMED_AFTER_S = 0.3, 0.3
+
+
+def framed_like_lull(samples: np.ndarray, rate: int = 16000) -> np.ndarray:
+    """A framework's speech segment trimmed to the margins Lull's own backend decodes
+    with. Pipecat keeps up to a second before the VAD's start and pads half a second
+    after its stop; on that framing whisper's short-window decode of "nine two six
+    eight" came back doubtful and was decoded again with the full window (0.51 s
+    against 0.20 s). Nothing audible: the segment as it came."""
+    from voices.levels import audible_end, audible_onset
+
+    onset = audible_onset(samples, rate)
+    end = audible_end(samples, rate)
+    if onset is None or end is None or end <= onset:
+        return samples
+    start = max(0, onset - int(FRAMED_BEFORE_S * rate))
+    return samples[start:min(len(samples), end + int(FRAMED_AFTER_S * rate))]

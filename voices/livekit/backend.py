@@ -43,8 +43,11 @@ from .plugins import LullPiperTTS, LullWhisperSTT
 # the VAD reports the end of speech this long after the caller's last word, and the
 # segment's words are decoded then; LiveKit's default (0.55 s) is a turn detector of its
 # own. Lull's end of turn holds the turn as long as the words need (voices.end_of_turn),
-# so the VAD only marks the pause's onset
-VAD_SILENCE_S = 0.1
+# so the VAD only marks the pause's onset. LiveKit's Silero smooths its speech
+# probability (an exponential filter) before counting silence, which put its report
+# some 60 ms behind Pipecat's at the same setting: 0.05 s here reports about when
+# Pipecat's 0.1 s does
+VAD_SILENCE_S = 0.05
 
 
 def silero_vad(min_silence_s: float = VAD_SILENCE_S):

@@ -19,6 +19,8 @@ from livekit import rtc
 from livekit.agents import APIConnectOptions, APIError, stt, tts
 from livekit.agents.utils import AudioBuffer
 
+from voices.stt import framed_like_lull
+
 STT_RATE = 16_000
 
 
@@ -56,7 +58,7 @@ class LullWhisperSTT(stt.STT):
 
     async def _recognize_impl(self, buffer: AudioBuffer, *, language=None,  # noqa: ANN001
                               conn_options: APIConnectOptions) -> stt.SpeechEvent:
-        samples = _mono_16k(buffer)
+        samples = framed_like_lull(_mono_16k(buffer), STT_RATE)
         try:
             heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's

@@ -20,6 +20,8 @@ from pipecat.services.stt_service import SegmentedSTTService
 from pipecat.services.tts_service import TTSService
 from pipecat.utils.time import time_now_iso8601
 
+from voices.stt import framed_like_lull
+
 STT_RATE = 16_000
 
 
@@ -45,7 +47,7 @@ class LullWhisperSTT(SegmentedSTTService):
         return False  # whisper reads the raw 16-bit PCM (a WAV header would be heard as samples)
 
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
-        samples = np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0
+        samples = framed_like_lull(np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0, STT_RATE)
         try:
             heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
