@@ -244,7 +244,11 @@ class MicrophoneAudio(io.AudioInput):
             self.on_event(TransportFailed("input", reason[:200]))
 
     def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
-        self.health.observe(samples, t_ms)
+        # while the input is down, sound heard as the agent speaks may be its own voice
+        # (the echo, a monitor the stream fell back to): no evidence the mic is back, only
+        # that its callbacks still come
+        own_voice = self.failed and self.echo is not None and self.echo.agent_audible
+        self.health.observe(samples[:0] if own_voice else samples, t_ms)
         at = asyncio.get_running_loop().time() - max(0.0, time.monotonic() * 1000.0 - t_ms) / 1000.0
         self.on_frame(at, (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())
         if self.echo is not None:

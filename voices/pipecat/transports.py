@@ -191,7 +191,11 @@ class MicrophoneInput(BaseInputTransport):
         self.create_task(self.push_frame(LullEventFrame(event)))
 
     def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
-        self.health.observe(samples, t_ms)
+        # while the input is down, sound heard as the agent speaks may be its own voice
+        # (the echo, a monitor the stream fell back to): no evidence the mic is back, only
+        # that its callbacks still come
+        own_voice = self.failed and self.echo is not None and self.echo.agent_audible
+        self.health.observe(samples[:0] if own_voice else samples, t_ms)
         if self.echo is not None:
             samples = self.echo.heard(samples, t_ms)
             if not len(samples):
