@@ -38,3 +38,35 @@ def lexical_models(loaded_models):
     from dataclasses import replace
 
     return replace(loaded_models, matcher_kind="lexical")
+
+
+@pytest.fixture(autouse=True)
+def no_stream_outlives_its_test(request):
+    """Every PortAudio stream a test opens is closed by the end of it. One left running
+    calls back into a freed cffi callback once its Python object is collected: the worker
+    aborts later, in whatever test is running then."""
+    if "pulse_lab" not in request.fixturenames:
+        yield
+        return
+    import sys
+    import traceback
+
+    sd = sys.modules.get("sounddevice")
+    if sd is None:
+        import sounddevice as sd
+    opened: list[tuple[object, str]] = []
+    real_init = sd._StreamBase.__init__
+
+    def tracked_init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        opened.append((self, "".join(traceback.format_stack()[-14:-1])))
+
+    sd._StreamBase.__init__ = tracked_init
+    try:
+        yield
+    finally:
+        sd._StreamBase.__init__ = real_init
+        left = [(s, where) for s, where in opened if not s.closed]
+        for stream, _ in left:
+            stream.close()
+        assert not left, "streams left open by the test, opened at:\n" + "\n---\n".join(w for _, w in left)

@@ -263,6 +263,24 @@ class _Handoff:
             self._thread = None
 
 
+# sounddevice keeps a stream's cffi callbacks on the stream object. A worker aborted with a
+# PortAudio thread calling a freed callback (cffi's general_invoke_callback on a closure
+# that was no longer one) after a call whose microphone had been unplugged, its streams
+# closed: a thread leaving a stream that lost its device can outlive Pa_CloseStream's
+# return. Closed streams are therefore kept for a while, never freed at once.
+_RECENTLY_CLOSED: deque = deque(maxlen=32)
+
+
+def close_stream(stream: Any) -> None:
+    """Close a sounddevice stream (errors ignored: a lost device may refuse) and keep the
+    object, with its callbacks, alive past any PortAudio thread still leaving it."""
+    _RECENTLY_CLOSED.append(stream)
+    try:
+        stream.close()
+    except Exception:
+        pass
+
+
 def _open_stream(
     factory: Callable[..., Any],
     device: int | None,
@@ -441,10 +459,7 @@ class MicStream:
             return
         self.stop()
         self._closed = True
-        try:
-            self._stream.close()
-        except Exception:
-            pass
+        close_stream(self._stream)
         self._handoff.close()
 
     def __enter__(self) -> Self:
@@ -557,7 +572,7 @@ class Speaker:
         try:
             self._stream.start()
         except Exception as exc:
-            self._stream.close()
+            close_stream(self._stream)
             self._handoff.close()
             raise AudioUnavailable(f"no audio: the speaker stream did not start ({exc}); {TEXT_BACKEND_HINT}") from None
 
@@ -747,10 +762,7 @@ class Speaker:
         except Exception:
             pass
         self._closed = True
-        try:
-            self._stream.close()
-        except Exception:
-            pass
+        close_stream(self._stream)
         self._handoff.close()
 
     def __enter__(self) -> Self:

@@ -385,7 +385,9 @@ class SpeakerAudio(io.AudioOutput):
     def close(self) -> None:
         if self._stream is not None:
             stream, self._stream = self._stream, None
-            stream.close()
+            from voices.audio import close_stream
+
+            close_stream(stream)
 
 
 __all__ = ["CallerFileAudio", "ClockedSpeaker", "MicrophoneAudio", "SpeakerAudio"]

@@ -291,7 +291,9 @@ class SpeakerOutput(BaseOutputTransport):
     async def cleanup(self) -> None:
         if self._stream is not None:
             stream, self._stream = self._stream, None
-            await asyncio.to_thread(stream.close)
+            from voices.audio import close_stream
+
+            await asyncio.to_thread(close_stream, stream)
         await super().cleanup()
 
 
