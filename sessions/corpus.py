@@ -148,33 +148,52 @@ def _on_processes(workers: int, task: Callable, batches: Iterator[list[Path]], m
 
     while True:
         running: dict[Future, list[Path]] = {}
-        with ProcessPoolExecutor(workers) as pool:
-            try:
-                for batch in feed():
-                    try:
-                        running[pool.submit(task, batch)] = batch
-                    except BrokenProcessPool:
-                        retry.append(batch)  # never ran: not counted as lost
-                        raise
-                    if len(running) >= workers * IN_FLIGHT_PER_WORKER:
-                        finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                        for future in finished:
-                            merge(*future.result())
-                            running.pop(future)
-                for future in list(running):
-                    merge(*future.result())
-                    running.pop(future)
-                return
-            except BrokenProcessPool:
-                for future, batch in running.items():
-                    if future.done() and future.exception() is None:
+        pool = ProcessPoolExecutor(workers)
+        try:
+            for batch in feed():
+                try:
+                    running[pool.submit(task, batch)] = batch
+                except BrokenProcessPool:
+                    retry.append(batch)  # never ran: not counted as lost
+                    raise
+                if len(running) >= workers * IN_FLIGHT_PER_WORKER:
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
                         merge(*future.result())
-                    elif lost.get(id(batch), 0) >= 1:
-                        for unit in batch:
-                            total.note_unreadable(f"{unit} (its worker process died twice reading it)")
-                    else:
-                        lost[id(batch)] = 1
-                        retry.append(batch)
+                        running.pop(future)
+            for future in list(running):
+                merge(*future.result())
+                running.pop(future)
+            return
+        except BrokenProcessPool:
+            for future, batch in running.items():
+                if future.done() and future.exception() is None:
+                    merge(*future.result())
+                elif lost.get(id(batch), 0) >= 1:
+                    for unit in batch:
+                        total.note_unreadable(f"{unit} (its worker process died twice reading it)")
+                else:
+                    lost[id(batch)] = 1
+                    retry.append(batch)
+        finally:
+            _end_pool(pool)
+
+
+def _end_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut a pool down without waiting on a worker that cannot hear the request.
+
+    An idle worker waits for its next task holding the task queue's lock; one killed
+    there leaves the others blocked on that lock for ever, and if the pool has not seen
+    the death by then (its result came in first), Python 3.11's shutdown sends them the
+    stop message and joins them: a test run hung there. Every result the run keeps has
+    been taken by now, so the workers are ended, not asked."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+    for worker in workers:
+        worker.join(timeout=10)
 
 
 def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merge: Callable, total: Any) -> None:

@@ -53,22 +53,31 @@ async def call_with_the_caller_in_the_mic(lab, session, caller, lines) -> None:
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_a_framework_rehearsal_on_the_devices_hears_the_microphone_and_plays_the_speaker(framework, pulse_lab, loaded_models, tmp_path):
+def test_on_laptop_speakers_at_full_volume_the_framework_agent_hears_the_caller_not_itself(framework, pulse_lab, loaded_models, tmp_path):
     """No recorded caller: the framework's audio I/O is the lab's microphone and speaker
-    (sounddevice on PulseAudio), the caller's words played into the microphone."""
+    (sounddevice on PulseAudio), the caller's words played into the microphone, and the
+    lab's echo path at 100 %: the speaker comes back into the microphone at full level.
+    Without the canceller and the gate the pipeline took "Take your time" from its own
+    reminder for the caller asking for time, and "I heard" for an answer. (One real-time
+    call per framework covers both: the devices and the echo.)"""
     caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
-    capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
-    backend = device_backend(framework, loaded_models)
-    lines: list[tuple[str, str]] = []
-    backend.on_line = lambda who, text: lines.append((who, text))
     folder = tmp_path / "call"
-    session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
+    with pulse_lab.echo_path(100, 30):
+        capture = pulse_lab.start_capture(tmp_path / "speaker.wav")
+        backend = device_backend(framework, loaded_models)
+        lines: list[tuple[str, str]] = []
+        backend.on_line = lambda who, text: lines.append((who, text))
+        session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder)
 
-    asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller, lines))
-    recording = capture.stop()
+        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller, lines))
+        recording = capture.stop()
+    heard = [text.lower() for who, text in lines if who == "caller"]
+    agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
+    assert not [h for h in heard if any(w in h for w in agent_words)], lines
     said = [text for who, text in lines if who == "agent"]
     assert any("4821" in text or "4 8 2 1" in text for text in said), lines
     assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    assert backend.echo is not None and backend.echo.gated_frames > 0
     pipeline = read_journal(folder / "journal.jsonl").header["pipeline"]
     assert pipeline.get("transport", pipeline.get("audio")) == DEVICES[framework]
     assert replay(folder).verdict == "CLEAN"
@@ -78,26 +87,6 @@ def test_a_framework_rehearsal_on_the_devices_hears_the_microphone_and_plays_the
     audio, rate = soundfile.read(recording, dtype="float32")
     loud = (abs(audio.reshape(len(audio), -1)[:, 0]) > 0.01).sum() / rate
     assert loud > 5.0, f"{loud:.1f} s of the agent's voice on the speaker"
-
-
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_on_laptop_speakers_at_full_volume_the_framework_agent_does_not_hear_itself(framework, pulse_lab, loaded_models, tmp_path):
-    """The lab's echo path at 100 %: the speaker comes back into the microphone at full
-    level. Without the canceller and the gate the pipeline took "Take your time" from
-    its own reminder for the caller asking for time, and "I heard" for an answer."""
-    caller = recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
-    with pulse_lab.echo_path(100, 30):
-        backend = device_backend(framework, loaded_models)
-        lines: list[tuple[str, str]] = []
-        backend.on_line = lambda who, text: lines.append((who, text))
-        session = LiveSession(load_flow("reference_code"), backend, journal_dir=tmp_path / "call")
-
-        asyncio.run(call_with_the_caller_in_the_mic(pulse_lab, session, caller, lines))
-    heard = [text.lower() for who, text in lines if who == "caller"]
-    agent_words = ("reference desk", "recorded", "what is your", "i heard", "let me look", "take your time")
-    assert not [h for h in heard if any(w in h for w in agent_words)], lines
-    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
-    assert backend.echo is not None and backend.echo.gated_frames > 0
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
