@@ -267,14 +267,19 @@ class _Handoff:
 # PortAudio thread calling a freed callback (cffi's general_invoke_callback on a closure
 # that was no longer one) after a call whose microphone had been unplugged, its streams
 # closed: a thread leaving a stream that lost its device can outlive Pa_CloseStream's
-# return. Closed streams are therefore kept for a while, never freed at once.
-_RECENTLY_CLOSED: deque = deque(maxlen=32)
+# return. Closed streams are therefore kept a few seconds (with what their callbacks
+# reach: a call's backend), never freed at once.
+_RECENTLY_CLOSED: deque[tuple[float, Any]] = deque()
+_KEEP_CLOSED_S = 10.0
 
 
 def close_stream(stream: Any) -> None:
     """Close a sounddevice stream (errors ignored: a lost device may refuse) and keep the
     object, with its callbacks, alive past any PortAudio thread still leaving it."""
-    _RECENTLY_CLOSED.append(stream)
+    now = time.monotonic()
+    while _RECENTLY_CLOSED and now - _RECENTLY_CLOSED[0][0] > _KEEP_CLOSED_S:
+        _RECENTLY_CLOSED.popleft()
+    _RECENTLY_CLOSED.append((now, stream))
     try:
         stream.close()
     except Exception:
