@@ -23,6 +23,13 @@ else:
     os.environ["LULL_CACHE_DIR"] = os.environ["LULL_TEST_RUN_CACHE"] = _cache = tempfile.mkdtemp(prefix="lull-test-cache-")
     atexit.register(shutil.rmtree, _cache, True)
 
+# one BLAS thread a test process: OpenBLAS's threads spin while they wait for work, so two
+# xdist workers (or a worker beside any busy process) each running two of them on two
+# cores slow each other down several times (the classifier bench: 9.9 s with one thread
+# beside a busy loop, 23.4 s with the default two; alone 9.9 s against 8.3 s). Set before
+# numpy loads, and inherited by the workers and every subprocess a test starts.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 @pytest.fixture(scope="session")
 def loaded_models():
