@@ -69,18 +69,21 @@ def check_the_recording(folder, session):
 
 
 def test_on_the_text_backend_the_hold_keeps_company_and_a_partial_answer_is_acknowledged(tmp_path):
+    from ladder.flow.shared_intents import flow_intents
     from sessions.live import LiveSession
     from voices.backends.text import TextBackend
-
-    from ladder.flow.shared_intents import flow_intents
     from voices.interpret import make_matcher
+    from voices.virtual_loop import VirtualTimeLoop
 
     flow = short_hold_flow()
     # the classifier the voice backends use, trained before the call: on a busy machine its
     # build outlasts the ladder, and a typed turn waits for it while the windows run
     matcher = make_matcher(flow_intents(flow.spec), None, "classifier")
     backend = TextBackend(ms_per_word=60, start_delay_ms=10, matcher=matcher)
-    session = LiveSession(flow, backend, journal_dir=tmp_path / "take")
+    # typed turns need no wall clock: the call runs on virtual time, its timers (3 s lines
+    # in a 12 s hold) jumped to, the classifier's work in threads taking none of it
+    loop = VirtualTimeLoop()
+    session = LiveSession(flow, backend, journal_dir=tmp_path / "take", clock=loop.time)
 
     def until(predicate, timeout=40):
         return wait_until(predicate, timeout, why=lambda: said(session))
@@ -99,7 +102,11 @@ def test_on_the_text_backend_the_hold_keeps_company_and_a_partial_answer_is_ackn
         finally:
             await session.stop()
 
-    asyncio.run(body())
+    try:
+        loop.run_until_complete(body())
+    finally:
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
     lines = completed(session, "still_waiting")
     assert len(lines) == 2 and all(p.text == "I'm still here. Take your time." for p in lines)
     reminders = [p.text for p in completed(session, "reminder")]
