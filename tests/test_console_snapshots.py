@@ -164,3 +164,38 @@ def test_help_screen(snap_compare, size):
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.fixture(scope="module")
+def corpus_calls(tmp_path_factory):
+    """40 simulated calls of the shipped flow (the same every run: seeded)."""
+    from sessions.population import Population
+    from sessions.simulate import simulate_corpus
+
+    root = tmp_path_factory.mktemp("corpus")
+    simulate_corpus(root / "calls", "reference_code", None, 40, 3, Population(), workers=1)
+    return root
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_corpus_screen(snap_compare, size, corpus_calls, monkeypatch):
+    from console.screens.rehearse import panel_text
+
+    monkeypatch.chdir(corpus_calls)  # the folder is named as given: the same words every run
+    app, backend, clock = make_app()
+    app.corpus_dir = Path("calls")
+
+    async def run_before(pilot):
+        await pilot.pause()
+        await pilot.press("f11")
+        screen = app.screen
+        for _ in range(400):  # the reading and the what-if run in workers
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.05)
+            if "the whole corpus" in panel_text(screen.query_one("#corpus-whatif")):
+                break
+        else:
+            raise AssertionError("the corpus screen never finished reading")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
