@@ -235,3 +235,23 @@ def test_timing_of_one_flow_names_the_journals_of_others(tmp_path):
     assert {q["question"] for q in data["questions"]} == {s.id for s in load_flow(str(YARDSTICK / "clinic_checkin.json")).spec.stages if s.collect}
     result = runner.invoke(app, ["sessions", "timing", str(corpus), "--flow", str(YARDSTICK / "water_account.json")])
     assert result.exit_code == 1 and "no journal of flow water_account" in result.output
+
+
+def test_the_overview_reads_once_what_timing_and_coverage_read_apart(tmp_path):
+    """The corpus screen's one pass: the same figures as the two readers, one progress."""
+    from sessions.coverage import coverage
+    from sessions.overview import corpus_overview
+    from sessions.population import Population
+    from sessions.simulate import simulate_corpus
+    from sessions.timing import corpus_timing, summary
+
+    root = tmp_path / "calls"
+    simulate_corpus(root, "reference_code", None, 30, 5, Population(), workers=1)
+    (root / "damaged").mkdir()
+    (root / "damaged" / "journal.jsonl").write_text('{"type": "header"\n')
+    counts: list[int] = []
+    overview = corpus_overview([root], workers=1, progress=counts.append)
+    assert summary(overview.timing) == summary(corpus_timing([root], workers=1))
+    assert overview.coverage.to_dict() == coverage([root], workers=1).to_dict()
+    assert overview.timing.unreadable and overview.coverage.unreadable  # the damaged one, named by both
+    assert counts[-1] == 31

@@ -117,8 +117,8 @@ class CorpusScreen(Screen):
     @work(thread=True, exclusive=True, group="corpus-read")
     def read_corpus(self, root: Path) -> None:
         from sessions.corpus import corpus_units
-        from sessions.coverage import coverage
-        from sessions.timing import corpus_timing, summary
+        from sessions.overview import corpus_overview
+        from sessions.timing import summary
 
         worker = get_current_worker()
 
@@ -132,8 +132,8 @@ class CorpusScreen(Screen):
                                                                    "folders or archives with `lull rehearse --corpus PATH`."))
             return
         try:
-            part = corpus_timing([root], workers=1, progress=progress)
-            covered = coverage([root], workers=1)
+            overview = corpus_overview([root], workers=1, progress=progress)
+            part, covered = overview.timing, overview.coverage
         except Cancelled:
             return
         except (OSError, ValueError) as exc:
