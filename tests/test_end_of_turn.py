@@ -92,6 +92,28 @@ def test_other_words_wait_the_hold_and_a_segment_with_no_words_ends_on_the_wait(
     assert noise.words(600, "   ") == 1100
 
 
+def test_words_being_decoded_are_waited_for_however_slow_the_decode():
+    from voices.end_of_turn import DECODE_WAIT_MS
+
+    end = TurnEnd(_judge, words_wait_ms=1000)
+    end.speech_started(0)
+    end.speech_stopped(1100, silence_ms=100)
+    assert end.decoding(1120) == 1120 + DECODE_WAIT_MS  # past the 1 s words wait: the decode is running
+    assert end.words(3900, "4 8 2 1") == 1250  # 2.8 s later, a loaded machine: already past, ends now
+    assert end.decoded(3901) == 1250 and end.decision.reason == "complete_value"
+    # a decode with no words ends the wait at once, on what was said before
+    quiet = TurnEnd(_judge, words_wait_ms=1000)
+    quiet.speech_started(0)
+    quiet.speech_stopped(500, silence_ms=100)
+    quiet.decoding(510)
+    assert quiet.decoded(2600) == 400 + 700 and quiet.decision.reason == "hold"
+    # a recogniser that never answers: the turn ends at the cap, not never
+    stuck = TurnEnd(_judge, words_wait_ms=1000)
+    stuck.speech_started(0)
+    stuck.speech_stopped(500, silence_ms=100)
+    assert stuck.decoding(510) == 510 + DECODE_WAIT_MS
+
+
 # -- Pipecat: LullTurnStop ----------------------------------------------------------
 
 
@@ -145,6 +167,46 @@ def test_pipecats_stop_strategy_ends_the_turn_as_lull_does():
 
     run_virtual(call())
     assert [v.reason for v in noted] == ["partial_value", "complete_value"]
+
+
+def test_pipecats_stop_strategy_waits_for_words_lulls_whisper_is_still_decoding():
+    """On a loaded machine a decode outlasts the STT's 1 s words wait: the turn ended
+    without them, and Pipecat read the late words as a new turn of their own (a CI run
+    beside two busy loops: "Sorry, I missed that", then the code as a second turn)."""
+    pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+    from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
+    from pipecat.utils.asyncio.task_manager import TaskManager
+
+    from voices.pipecat.frames import WordsDecodingFrame
+    from voices.pipecat.turns import LullTurnStop
+
+    rt = _asking_the_code()
+
+    async def call():
+        loop = asyncio.get_running_loop()
+        stop = LullTurnStop(SlotAwareJudge(lambda: rt, hold_ms=700))
+        await stop.setup(type("Setup", (), {"task_manager": TaskManager()})())  # noqa: the strategy reads only this
+        ended: list[float] = []
+
+        async def on_stopped(_strategy, _params):
+            ended.append(loop.time())
+
+        stop.add_event_handler("on_user_turn_stopped", on_stopped)
+        t0 = loop.time()
+        await stop.handle_user_turn_started()
+        await stop.process_frame(VADUserStartedSpeakingFrame())
+        await asyncio.sleep(1.0)
+        await stop.process_frame(VADUserStoppedSpeakingFrame(stop_secs=0.1))
+        await stop.process_frame(WordsDecodingFrame())
+        await asyncio.sleep(2.5)  # a slow decode: no end yet
+        assert ended == []
+        await stop.process_frame(TranscriptionFrame("4 8 2 1", "caller", ""))
+        await stop.process_frame(WordsDecodingFrame(done=True))
+        await asyncio.sleep(0.01)
+        assert [round(t - t0, 2) for t in ended] == [3.5]  # the moment the words came
+        await stop.cleanup()
+
+    run_virtual(call())
 
 
 # -- LiveKit: the adapter's own end of turn, and the session's turn detector ----------

@@ -27,6 +27,11 @@ END_OF_SPEECH_MS = 700.0
 # words not yet come when the hold is over: wait this long after the VAD's report for
 # them (a segment's decode on two busy cores; a segment with no words ends the turn then)
 WORDS_WAIT_MS = 1000.0
+# the STT says it is decoding the segment: its words are waited for this long at most
+# (a decode beside two busy processes took over 1.5 s; past this the recogniser is
+# stuck, and the turn ends on what was heard so the core's recovery can act). Under
+# Pipecat's own 5 s user-turn stop timeout, which would otherwise end the turn first.
+DECODE_WAIT_MS = 4500.0
 
 
 def pending_slot(rt):
@@ -121,6 +126,7 @@ class TurnEnd:
         self.decision: Verdict | None = None
         self.deadline: float | None = None
         self._fresh_words = False  # words since the VAD's last stop
+        self._decoding_since: float | None = None  # the STT said it is decoding a segment
 
     def speech_started(self, now: float) -> None:
         self.speaking = True
@@ -145,6 +151,23 @@ class TurnEnd:
         self._decide()
         return self.deadline
 
+    def decoding(self, now: float) -> float | None:
+        """The STT has begun decoding the segment the VAD ended: its words will come, so
+        they are waited for (up to DECODE_WAIT_MS) rather than `words_wait_ms` alone. On a
+        loaded machine a decode outlasts any fixed wait, and words that come after the
+        turn ended would be read as a turn of their own."""
+        self._decoding_since = now
+        self._decide()
+        return self.deadline
+
+    def decoded(self, now: float) -> float | None:
+        """The decode is over (its words, if any, came first): nothing more to wait for."""
+        self._decoding_since = None
+        if not self._fresh_words and not self.speaking and self.speech_end is not None:
+            self._fresh_words = True  # the segment had no words: decide on what was said before
+        self._decide()
+        return self.deadline
+
     def _decide(self) -> None:
         if self.speaking or self.speech_end is None:
             return
@@ -152,6 +175,8 @@ class TurnEnd:
             # this segment's words not yet come: the hold, and time for them to come
             hold = self._verdict(self.text).hold_ms if self.text else None
             waits = [self.stopped_at + self.words_wait_ms]
+            if self._decoding_since is not None:
+                waits.append(self._decoding_since + DECODE_WAIT_MS)
             if hold is not None:
                 waits.append(self.speech_end + hold)
             self.decision = None
@@ -162,6 +187,6 @@ class TurnEnd:
 
 
 __all__ = [
-    "COMPLETE_VALUE_END_MS", "END_OF_SPEECH_MS", "PARTIAL_VALUE_HOLD_MS", "SlotAwareJudge", "TurnEnd", "Verdict",
+    "COMPLETE_VALUE_END_MS", "DECODE_WAIT_MS", "END_OF_SPEECH_MS", "PARTIAL_VALUE_HOLD_MS", "SlotAwareJudge", "TurnEnd", "Verdict",
     "pending_slot",
 ]

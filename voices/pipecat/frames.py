@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipecat.frames.frames import SystemFrame
+from pipecat.frames.frames import DataFrame, SystemFrame
 
 from ladder.events import Event
 
@@ -31,4 +31,17 @@ class LullEventFrame(SystemFrame):
         return f"{self.name}({self.event.kind})"
 
 
-__all__ = ["LullEventFrame"]
+@dataclass
+class WordsDecodingFrame(DataFrame):
+    """Lull's whisper service has begun (`done=False`) or finished (`done=True`) decoding
+    a segment the VAD ended: its words are on their way, however slow a loaded machine
+    makes the decode. `LullTurnStop` waits for them instead of its fixed words wait, so
+    a slow decode's words land in the turn they belong to, not in a turn of their own.
+
+    A data frame, as the transcription it announces: the two keep their order.
+    """
+
+    done: bool = False
+
+
+__all__ = ["LullEventFrame", "WordsDecodingFrame"]

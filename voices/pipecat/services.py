@@ -22,6 +22,8 @@ from pipecat.utils.time import time_now_iso8601
 
 from voices.stt import framed_like_lull
 
+from .frames import WordsDecodingFrame
+
 STT_RATE = 16_000
 
 
@@ -48,14 +50,17 @@ class LullWhisperSTT(SegmentedSTTService):
 
     async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
         samples = framed_like_lull(np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0, STT_RATE)
+        yield WordsDecodingFrame()  # the turn's end waits for these words (LullTurnStop)
         try:
             heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
+            yield WordsDecodingFrame(done=True)
             yield ErrorFrame(error=f"whisper: {exc}"[:200])
             return
         self.decodes.append({"audio_s": round(samples.size / STT_RATE, 3), "decode_s": round(heard.decode_s, 3), "text": heard.text})
         if heard.text:
             yield TranscriptionFrame(heard.text, "caller", time_now_iso8601())
+        yield WordsDecodingFrame(done=True)
 
 
 class LullPiperTTS(TTSService):

@@ -29,6 +29,8 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, Verdict
 
+from .frames import WordsDecodingFrame
+
 
 def _no_interruption_starts() -> list:
     return [VADUserTurnStartStrategy(enable_interruptions=False),
@@ -53,7 +55,8 @@ class LullTurnStop(BaseUserTurnStopStrategy):
     """End the user's turn as Lull does (voices.end_of_turn.TurnEnd), on the pipeline's
     event loop clock. The VAD's stop frame carries how long it waited (`stop_secs`), so
     the caller's last word is placed that much earlier; the STT's p99 latency (from its
-    metadata frame) is how long a segment's words are waited for."""
+    metadata frame) is how long a segment's words are waited for, unless Lull's whisper
+    service says it is decoding them (`WordsDecodingFrame`): then until they come."""
 
     def __init__(self, judge: SlotAwareJudge, *, on_decision: Callable[[Verdict], None] | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -97,6 +100,9 @@ class LullTurnStop(BaseUserTurnStopStrategy):
             await self._arm(self._end.speech_stopped(self._now(), frame.stop_secs * 1000.0))
         elif isinstance(frame, TranscriptionFrame):
             await self._arm(self._end.words(self._now(), frame.text))
+        elif isinstance(frame, WordsDecodingFrame):
+            now = self._now()
+            await self._arm(self._end.decoded(now) if frame.done else self._end.decoding(now))
         return ProcessFrameResult.CONTINUE
 
     async def _arm(self, deadline: float | None) -> None:
