@@ -117,26 +117,34 @@ def test_words_being_decoded_are_waited_for_however_slow_the_decode():
 # -- Pipecat: LullTurnStop ----------------------------------------------------------
 
 
-def test_pipecats_stop_strategy_ends_the_turn_as_lull_does():
-    pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
-    from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
+async def _stop_strategy(rt, on_decision=None):
+    """A `LullTurnStop` reading `rt`'s pending question, and the loop times it ended turns at."""
     from pipecat.utils.asyncio.task_manager import TaskManager
 
     from voices.pipecat.turns import LullTurnStop
+
+    loop = asyncio.get_running_loop()
+    stop = LullTurnStop(SlotAwareJudge(lambda: rt, hold_ms=700), on_decision=on_decision)
+    await stop.setup(type("Setup", (), {"task_manager": TaskManager()})())  # noqa: the strategy reads only this
+    ended: list[float] = []
+
+    async def on_stopped(_strategy, _params):
+        ended.append(loop.time())
+
+    stop.add_event_handler("on_user_turn_stopped", on_stopped)
+    return stop, ended
+
+
+def test_pipecats_stop_strategy_ends_the_turn_as_lull_does():
+    pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+    from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
 
     rt = _asking_the_code()
     noted: list[Verdict] = []
 
     async def call():
         loop = asyncio.get_running_loop()
-        stop = LullTurnStop(SlotAwareJudge(lambda: rt, hold_ms=700), on_decision=noted.append)
-        await stop.setup(type("Setup", (), {"task_manager": TaskManager()})())  # noqa: the strategy reads only this
-        ended: list[float] = []
-
-        async def on_stopped(_strategy, _params):
-            ended.append(loop.time())
-
-        stop.add_event_handler("on_user_turn_stopped", on_stopped)
+        stop, ended = await _stop_strategy(rt, noted.append)
         t0 = loop.time()
         await stop.handle_user_turn_started()
         await stop.process_frame(VADUserStartedSpeakingFrame())
@@ -175,23 +183,14 @@ def test_pipecats_stop_strategy_waits_for_words_lulls_whisper_is_still_decoding(
     beside two busy loops: "Sorry, I missed that", then the code as a second turn)."""
     pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
     from pipecat.frames.frames import TranscriptionFrame, VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame
-    from pipecat.utils.asyncio.task_manager import TaskManager
 
     from voices.pipecat.frames import WordsDecodingFrame
-    from voices.pipecat.turns import LullTurnStop
 
     rt = _asking_the_code()
 
     async def call():
         loop = asyncio.get_running_loop()
-        stop = LullTurnStop(SlotAwareJudge(lambda: rt, hold_ms=700))
-        await stop.setup(type("Setup", (), {"task_manager": TaskManager()})())  # noqa: the strategy reads only this
-        ended: list[float] = []
-
-        async def on_stopped(_strategy, _params):
-            ended.append(loop.time())
-
-        stop.add_event_handler("on_user_turn_stopped", on_stopped)
+        stop, ended = await _stop_strategy(rt)
         t0 = loop.time()
         await stop.handle_user_turn_started()
         await stop.process_frame(VADUserStartedSpeakingFrame())
