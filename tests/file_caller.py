@@ -1,10 +1,7 @@
 """A caller for the file backend in tests: piper speech at 16 kHz, said into the call from
-the next VAD frame on, and a real-time wait for what the call does."""
+the next VAD frame on (waits on the call's own clock: call_clock)."""
 
 from __future__ import annotations
-
-import asyncio
-import time
 
 import numpy as np
 
@@ -22,14 +19,6 @@ def talk(backend, audio: np.ndarray) -> None:
     backend.caller_audio = np.concatenate(
         [backend.caller_audio[:i], np.zeros(max(0, i - len(backend.caller_audio)), np.float32), audio]
     )
-
-
-async def until(predicate, timeout: float = 40, why=lambda: None) -> None:
-    """Wait in real time (the file backend plays at real-time pace) for `predicate`."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, why()
-        await asyncio.sleep(0.02)
 
 
 def espeak(words: str, voice: str = "en-us", words_per_minute: int = 145) -> np.ndarray:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import numpy as np
 import pytest
 import soundfile
 
+from call_clock import heard_seconds, until
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
 
@@ -77,13 +77,13 @@ class Call:
         prompts = self.session.runtime.ladder.prompts.values()
         return [p for p in prompts if p.kind == kind and p.status.value == "completed"]
 
-    async def until(self, predicate, timeout=40.0):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                tail = "\n".join(self.stream[-25:])
-                raise AssertionError(f"timed out; ladder state {self.session.runtime.ladder.state.value}; last events:\n{tail}")
-            await asyncio.sleep(0.05)
+    async def until(self, predicate, limit_s=40.0):
+        """Wait for `predicate`, at most `limit_s` of the microphone audio the call took in."""
+        await until(predicate, limit_s, heard_seconds(self.backend), why=self.last_events)
+
+    def last_events(self) -> str:
+        tail = "\n".join(self.stream[-25:])
+        return f"ladder state {self.session.runtime.ladder.state.value}; last events:\n{tail}"
 
     async def question_asked(self, stage):
         runtime = self.session.runtime
@@ -125,7 +125,9 @@ def run(call, scenario):
 
     async def guarded():
         try:
-            await asyncio.wait_for(scenario(), timeout=150)
+            # the scenario's limits are on the call's audio clock (Call.until); this only
+            # stops a test that hangs where no clock is read
+            await asyncio.wait_for(scenario(), timeout=600)
         finally:
             await call.session.stop()
 
@@ -160,7 +162,7 @@ def test_the_caller_answers_the_reference_code(pulse_lab, models, tmp_path):
         await call.say(code)
         await call.question_asked("confirm_code")
         await call.say(yes)
-        await asyncio.wait_for(call.session.closed.wait(), 40)
+        await call.until(call.session.closed.is_set, 40)
 
     try:
         run(call, scenario)
@@ -231,7 +233,7 @@ def test_silence_walks_the_ladder_to_a_safe_close(pulse_lab, models, tmp_path):
 
     async def scenario():
         await call.session.start()
-        await asyncio.wait_for(call.session.closed.wait(), 60)
+        await call.until(call.session.closed.is_set, 60)
 
     try:
         run(call, scenario)
@@ -259,7 +261,7 @@ def test_the_input_device_disappears_and_the_call_ends_in_channel_recovery(pulse
         floor.stop()
         pulse_lab.pactl("set-default-source", "micfeed.monitor")
         pulse_lab.unload_mic()
-        await asyncio.wait_for(call.session.closed.wait(), 40)
+        await call.until(call.session.closed.is_set, 40)
 
     try:
         run(call, scenario)
@@ -303,7 +305,7 @@ def test_with_the_echo_path_a_silent_caller_is_never_heard_and_no_prompt_is_cut(
 
     async def scenario():
         await call.session.start()
-        await asyncio.wait_for(call.session.closed.wait(), 60)
+        await call.until(call.session.closed.is_set, 60)
 
     try:
         with pulse_lab.echo_path():
@@ -373,7 +375,7 @@ def test_an_unplugged_mic_falling_back_to_the_agents_own_output_is_never_the_cal
         floor.stop()
         pulse_lab.pactl("set-default-source", "speaker.monitor")
         pulse_lab.unload_mic()
-        await asyncio.wait_for(call.session.closed.wait(), 40)
+        await call.until(call.session.closed.is_set, 40)
 
     try:
         run(call, scenario)

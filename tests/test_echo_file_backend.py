@@ -13,7 +13,8 @@ import pytest
 import soundfile
 
 from file_caller import speech, talk
-from file_caller import until as wait_until
+from call_clock import heard_seconds
+from call_clock import until as wait_until
 
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
@@ -50,7 +51,7 @@ def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_ech
         return next((p for p in session.runtime.ladder.prompts.values() if p.kind == "question"), None)
 
     def until(predicate, timeout=40):
-        return wait_until(predicate, timeout, why=lambda: [p.status.value for p in session.runtime.ladder.prompts.values()])
+        return wait_until(predicate, timeout, heard_seconds(backend), why=lambda: [p.status.value for p in session.runtime.ladder.prompts.values()])
 
     async def body():
         try:
@@ -62,7 +63,7 @@ def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_ech
             await until(lambda: session.runtime.state.get("reference_code") is not None)
             await until(lambda: session.runtime.asking == ("main", "confirm_code") and session.runtime.ladder.state.value == "listening")
             talk(backend, yes)
-            await asyncio.wait_for(session.closed.wait(), 40)
+            await until(session.closed.is_set, 40)
         finally:
             await session.stop()
 

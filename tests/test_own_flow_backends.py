@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from file_caller import speech, talk
-from file_caller import until as wait_until
+from call_clock import heard_seconds
+from call_clock import until as wait_until
 
 from sessions.flowfiles import check_data
 from sessions.journal import read_journal
@@ -85,8 +86,8 @@ def test_on_the_text_backend_the_hold_keeps_company_and_a_partial_answer_is_ackn
     loop = VirtualTimeLoop()
     session = LiveSession(flow, backend, journal_dir=tmp_path / "take", clock=loop.time)
 
-    def until(predicate, timeout=40):
-        return wait_until(predicate, timeout, why=lambda: said(session))
+    def until(predicate, timeout=40):  # virtual seconds: the call's own clock
+        return wait_until(predicate, timeout, loop.time, why=lambda: said(session))
 
     async def body():
         try:
@@ -133,7 +134,7 @@ def test_on_the_file_backend_a_spoken_caller_is_kept_company_then_gives_the_numb
     session = LiveSession(short_hold_flow(), backend, journal_dir=tmp_path / "take")
 
     def until(predicate, timeout=60):
-        return wait_until(predicate, timeout, why=lambda: said(session))
+        return wait_until(predicate, timeout, heard_seconds(backend), why=lambda: said(session))
 
     async def body():
         try:

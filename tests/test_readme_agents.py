@@ -1,6 +1,9 @@
 """The README's agents, run as they are written there: a Pipecat pipeline and a LiveKit
 AgentSession, each with a recorded caller, the real models, the framework's own VAD,
-and a journal that replays CLEAN (about 35 s each)."""
+and a journal that replays CLEAN. Each runs on virtual time (`VirtualTimePolicy`: the
+script's own `asyncio.run` gets a virtual-time loop, the models' work in threads takes
+none of it), about 5 s each and the same on a busy machine; real time through each
+framework is the device test's (test_framework_devices)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,9 @@ from file_caller import recorded_caller
 from sessions.replay import replay
 
 ROOT = Path(__file__).resolve().parents[1]
+# the agent file as written, its asyncio.run on a virtual-time loop
+ON_VIRTUAL_TIME = ("import asyncio, runpy; from voices.virtual_loop import VirtualTimePolicy; "
+                   "asyncio.set_event_loop_policy(VirtualTimePolicy()); runpy.run_path('agent.py', run_name='__main__')")
 FRAMEWORKS = {"pipecat": "pipecat", "livekit": "livekit.agents"}  # the README's block -> what it imports
 
 
@@ -40,7 +46,7 @@ def test_the_readme_agent_runs_a_call_and_its_journal_replays_clean(framework, t
     (tmp_path / "agent.py").write_text(readme_agent(framework), encoding="utf-8")
     recorded_caller(tmp_path / "caller.wav", (10.5, "my code is four eight two one"), (6.0, "yes it is"), (3.0, ""))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "agent.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", ON_VIRTUAL_TIME], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     folder = tmp_path / "calls" / "call-1"
     journal = (folder / "journal.jsonl").read_text()

@@ -14,7 +14,9 @@ import pytest
 import soundfile
 
 from ladder.flow.text import answer_progress
-from file_caller import speech, talk, until
+from call_clock import heard_seconds
+from call_clock import until as wait_until
+from file_caller import speech, talk
 
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
@@ -61,6 +63,9 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
     backend = FileBackend(models, quiet)
     session = LiveSession(report.flow, backend, journal_dir=tmp_path / "take")
+
+    def until(predicate, limit_s=40):
+        return wait_until(predicate, limit_s, heard_seconds(backend))
 
     async def body():
         try:

@@ -16,7 +16,9 @@ import pytest
 import soundfile
 
 from voices.backends.turn_latency import TurnLatency
-from file_caller import speech, talk, until
+from call_clock import heard_seconds
+from call_clock import until as wait_until
+from file_caller import speech, talk
 
 from sessions.flowfiles import check_data, library_flow_path
 from sessions.journal import read_journal
@@ -73,6 +75,9 @@ def test_an_answered_turn_journals_the_gap_the_recordings_show_and_an_unanswered
 
     def listening_at(stage):
         return session.runtime.asking == ("main", stage) and session.runtime.ladder.state.value == "listening"
+
+    def until(predicate, limit_s=40):
+        return wait_until(predicate, limit_s, heard_seconds(backend))
 
     async def body():
         try:

@@ -101,6 +101,14 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
         return future
 
 
+class VirtualTimePolicy(asyncio.DefaultEventLoopPolicy):
+    """An event loop policy whose new loops are `VirtualTimeLoop`s: a script that calls
+    `asyncio.run(main())` runs, unchanged, on virtual time (the README's agents in tests)."""
+
+    def new_event_loop(self) -> VirtualTimeLoop:
+        return VirtualTimeLoop()
+
+
 def run_virtual(coro):
     """Run `coro` to the end on a fresh virtual-time loop; return its result."""
     loop = VirtualTimeLoop()
@@ -112,4 +120,4 @@ def run_virtual(coro):
         loop.close()
 
 
-__all__ = ["LATE_RANK", "RANK_STEP_S", "VirtualTimeLoop", "run_virtual"]
+__all__ = ["LATE_RANK", "RANK_STEP_S", "VirtualTimeLoop", "VirtualTimePolicy", "run_virtual"]
