@@ -58,8 +58,8 @@ class PipecatBackend(FrameworkBackend):
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
         A call with a journal folder records mic.wav and out.wav there, on the journal's
-        clock (with a recorded caller; masked where a value is redacted, unless
-        `keep_secret_audio`)."""
+        clock (what the microphone heard and the speaker played; masked where a value is
+        redacted, unless `keep_secret_audio`)."""
         self._init_edge(on_line)
         self.models = models
         self.keep_secret_audio = keep_secret_audio
@@ -102,14 +102,14 @@ class PipecatBackend(FrameworkBackend):
         rate = self.models.voice.sample_rate
         if self.caller is not None:
             self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)
-            if self.record_dir is not None:
-                self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
-                                                      keep_secret_audio=self.keep_secret_audio)
-                self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
             self.output = SpeakerOutput(self.output_device, rate, self.echo)
+        if self.record_dir is not None:
+            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
+                                                  keep_secret_audio=self.keep_secret_audio)
+            self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
         pipeline = Pipeline([
             self.pipeline_input,
             VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=PAUSE_S))),

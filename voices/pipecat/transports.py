@@ -127,6 +127,7 @@ class MicrophoneInput(BaseInputTransport):
         self._watch = None
         self._health_task: asyncio.Task | None = None
         self.errors: list[str] = []
+        self.on_frame = lambda loop_time, pcm16: None  # what the microphone heard (mic.wav)
 
     @property
     def input_latency_ms(self) -> float:
@@ -196,6 +197,10 @@ class MicrophoneInput(BaseInputTransport):
         # that its callbacks still come
         own_voice = self.failed and self.echo is not None and self.echo.agent_audible
         self.health.observe(samples[:0] if own_voice else samples, t_ms)
+        # mic.wav keeps what the microphone heard, the agent's echo and all, at the loop
+        # time it was heard (the block's stamp, moved back by how late it was handed off)
+        at = asyncio.get_running_loop().time() - max(0.0, time.monotonic() * 1000.0 - t_ms) / 1000.0
+        self.on_frame(at, (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())
         if self.echo is not None:
             samples = self.echo.heard(samples, t_ms)
             if not len(samples):
@@ -239,6 +244,7 @@ class SpeakerOutput(BaseOutputTransport):
         self._queued = 0  # samples appended (producer) ...
         self._played = 0  # ... and played (callback): ints, each written by one side
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.on_played = lambda loop_time, pcm16: None  # each frame, when the card will play it (out.wav)
 
     @property
     def output_latency_ms(self) -> float:
@@ -282,6 +288,7 @@ class SpeakerOutput(BaseOutputTransport):
         samples = np.frombuffer(frame.audio, np.int16).astype(np.float32) / 32768.0
         if self._resampler is not None:
             samples = self._resampler.process(samples)
+        self.on_played(asyncio.get_running_loop().time() + (self._queued - self._played) / self._device_rate, frame.audio)
         self._queue.append(samples)
         self._queued += len(samples)
         while (self._queued - self._played) / self._device_rate > self.QUEUED_S and self._stream is not None:
