@@ -253,3 +253,16 @@ def test_falling_back_to_text_does_not_tell_the_user_to_choose_text(monkeypatch)
     chosen, notice = rehearse._choose_backend("auto", None, None)
     assert chosen == "text" and "no input device" in notice
     assert "--backend text" not in notice
+
+
+def test_a_benchs_json_takes_numpys_figures(capsys):
+    """`lull bench turn --json` once ended in a traceback: a target's verdict was numpy's
+    bool, which json cannot write. Every bench prints JSON through one writer."""
+    import json
+
+    import numpy as np
+
+    from console.cli.bench import echo_json
+
+    echo_json({"met": np.float64(420.0) <= 500, "median_ms": np.float32(1.5), "gaps": np.array([1, 2])})
+    assert json.loads(capsys.readouterr().out) == {"met": True, "median_ms": 1.5, "gaps": [1, 2]}

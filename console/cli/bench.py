@@ -19,6 +19,22 @@ app.add_typer(bench_app, name="bench")
 
 
 @bench_app.command("turn")
+
+def _plain(value):  # noqa: ANN001, ANN202
+    """numpy's scalars and arrays as JSON's own (a bench's figures are often numpy's)."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def echo_json(value) -> None:  # noqa: ANN001
+    """A bench's result as JSON on stdout."""
+    typer.echo(json.dumps(value, indent=2, default=_plain))
+
 def bench_turn(
     turns: Annotated[int, typer.Option("--turns", min=1, max=8, help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -53,7 +69,7 @@ def bench_turn(
     with err.status(f"running {turns} caller turns in real time…"):
         result = run_turn_bench(turns, echo=echo, frameworks=frameworks)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     table = Table(title=f"{result['turns_measured']} caller turns (file backend, real models)", title_justify="left")
     for column in ("stage", "median ms", "p90 ms"):
@@ -158,7 +174,7 @@ def bench_intents(
 
     results = [run_intent_bench(flow, kind) for kind in kinds]
     if as_json:
-        typer.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        echo_json(results[0] if len(results) == 1 else results)
         return
     for result in results:
         margin = f", margin {result['margin']}" if result["margin"] is not None else ""
@@ -199,7 +215,7 @@ def _bench_phrasings(flow: str, phrasings: Path, kinds: list[str], own_only: boo
         except PhrasingFileError as exc:
             fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
+        echo_json(results[0] if len(results) == 1 else results)
         return
     for result in results:
         learned = "its own examples" if own_only else "Lull's shared phrases and its own examples"
@@ -236,7 +252,7 @@ def _bench_yardstick(folder: Path, kind: str, as_json: bool) -> None:
     except PhrasingFileError as exc:
         fail(str(exc))
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     sets = list(result["sets"])
     table = Table(title=f"{result['matcher']} on the flows in {plain(str(folder))}", title_justify="left")
@@ -287,7 +303,7 @@ def bench_stt(
         models = VoiceModels.load(deterministic=True, matcher="lexical")
         result = run_stt_bench(models.recognizer, models.voice, codes)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     counts = result["callers"]
     table = Table(title=f"whisper on {counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests "
@@ -324,7 +340,7 @@ def bench_replay(
     with err.status(f"recording, replaying and reporting over {sessions} sessions…"):
         result = run_replay_bench(sessions)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     out.print(f"replay: {result['replay_events_per_s']} inputs/s; paired replay: {result['paired_replay_inputs_per_s']} inputs/s")
     out.print(f"ladder core: {result['core_us_per_event']} µs per event")
@@ -357,7 +373,7 @@ def bench_core(
     with err.status(f"{rounds} rounds of {events} events through the core and the reference ladder…"):
         result = run_core_bench(events, rounds)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     out.print(f"core:      {result['core_events_per_s']:>10,} events/s  ({result['core_us_per_event']} µs an event)")
     out.print(f"reference: {result['reference_events_per_s']:>10,} events/s  ({result['reference_us_per_event']} µs an event)")
@@ -384,7 +400,7 @@ def bench_corpus(
     with err.status("simulating, then reading, timing and replaying the same journals…"):
         result = run_corpus_bench(calls, corpus)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     for form, n in result["calls"].items():
         out.print(plain(f"{form}: {n} journals, {result['bytes'][form] / 1e6:.1f} MB ({result['bytes'][form] / max(n, 1) / 1e3:.1f} KB a call)"))
@@ -418,7 +434,7 @@ def bench_growth(
     with err.status(f"timing at {records} and {2 * records} records, {stages} and {2 * stages} stages…"):
         result = run_growth_bench(records, stages)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo_json(result)
         return
     table = Table(title="Growth: the same work at two sizes (CPU seconds)", title_justify="left")
     for column in ("work", "size", "seconds", "2x size", "seconds", "growth ratio"):
