@@ -18,8 +18,6 @@ bench_app = typer.Typer(help="Benchmarks: figures and ratios measured in one run
 app.add_typer(bench_app, name="bench")
 
 
-@bench_app.command("turn")
-
 def _plain(value):  # noqa: ANN001, ANN202
     """numpy's scalars and arrays as JSON's own (a bench's figures are often numpy's)."""
     import numpy as np
@@ -35,6 +33,8 @@ def echo_json(value) -> None:  # noqa: ANN001
     """A bench's result as JSON on stdout."""
     typer.echo(json.dumps(value, indent=2, default=_plain))
 
+
+@bench_app.command("turn")
 def bench_turn(
     turns: Annotated[int, typer.Option("--turns", min=1, max=8, help="Caller turns to run (1-8).")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
