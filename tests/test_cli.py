@@ -264,5 +264,7 @@ def test_a_benchs_json_takes_numpys_figures(capsys):
 
     from console.cli.bench import echo_json
 
-    echo_json({"met": np.float64(420.0) <= 500, "median_ms": np.float32(1.5), "gaps": np.array([1, 2])})
-    assert json.loads(capsys.readouterr().out) == {"met": True, "median_ms": 1.5, "gaps": [1, 2]}
+    echo_json({"met": np.float64(420.0) <= 500, "median_ms": np.float32(1.5), "gaps": np.array([1, 2]),
+               "p90": float("nan"), "rows": [np.float64("nan")]})
+    strict = json.loads(capsys.readouterr().out, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert strict == {"met": True, "median_ms": 1.5, "gaps": [1, 2], "p90": None, "rows": [None]}

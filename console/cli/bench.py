@@ -29,9 +29,20 @@ def _plain(value):  # noqa: ANN001, ANN202
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+def _no_nan(value):  # noqa: ANN001, ANN202
+    """A figure that could not be measured (NaN) as JSON's null: NaN is not JSON."""
+    if isinstance(value, dict):
+        return {key: _no_nan(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_no_nan(item) for item in value]
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 def echo_json(value) -> None:  # noqa: ANN001
-    """A bench's result as JSON on stdout."""
-    typer.echo(json.dumps(value, indent=2, default=_plain))
+    """A bench's result as JSON on stdout (strict JSON: no NaN)."""
+    typer.echo(json.dumps(_no_nan(json.loads(json.dumps(value, default=_plain))), indent=2, allow_nan=False))
 
 
 @bench_app.command("turn")
