@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -273,121 +272,68 @@ class MicrophoneAudio(io.AudioInput):
 
 
 class SpeakerAudio(io.AudioOutput):
-    """A sounddevice speaker that runs from open to close, as a sound card does: 10 ms
-    blocks from a queue, silence when it is empty. The callback only copies and hands
-    off; each block it played goes, on the loop, to `echo` (the canceller's far end).
-    `capture_frame` queues the agent's audio and waits while more than 60 ms is queued;
-    a segment is reported started when the card reaches its first sample and finished
-    when it has played its last, or cut where the card was (`clear_buffer`)."""
-
-    QUEUED_S = 0.06
+    """A sounddevice speaker that runs from open to close, as a sound card does
+    (`voices.card.CardQueue`: 10 ms blocks from a queue, each block it played given to
+    `echo`, the canceller's far end). `capture_frame` queues the agent's audio and waits
+    while more than 60 ms is queued; a segment is reported started when the card
+    reaches its first sample and finished when it has played its last, or cut where the
+    card was (`clear_buffer`)."""
 
     def __init__(self, device: int | None, sample_rate: int, echo=None) -> None:  # noqa: ANN001
+        from voices.card import CardQueue
+
         super().__init__(label="SpeakerAudio", capabilities=io.AudioOutputCapabilities(pause=False),
                          sample_rate=sample_rate)
         self.device, self.echo, self.rate = device, echo, sample_rate
+        self.card = CardQueue(device, sample_rate, echo)
         self.on_played = lambda loop_time, pcm16: None  # each frame, when the card will play it (out.wav)
-        self._stream = None
-        self._resampler = None
-        self._channels = 1
-        self._device_rate = sample_rate
-        self._queue: deque[np.ndarray] = deque()  # producer appends, the callback pops
-        self._current = np.zeros(0, np.float32)  # the callback's own
-        self._queued = 0  # device samples appended (producer) ...
-        self._played = 0  # ... and played (callback): ints, each written by one side
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._segment: tuple[int, asyncio.Task] | None = None  # (first sample, its watcher)
         self._segment_end: int | None = None
 
     def open(self) -> None:
         """Open the stream (on the loop); a device that will not open raises AudioUnavailable."""
-        from voices.audio import StreamResampler, _open_stream, _sd
-
-        if self._stream is not None:
-            return
-        self._loop = asyncio.get_running_loop()
-        self._stream, self._device_rate, self._channels = _open_stream(
-            _sd().OutputStream, self.device, "output", self.rate, None, int(self.rate * 0.01),
-            latency="low", callback=self._callback)
-        if self._device_rate != self.rate:
-            self._resampler = StreamResampler(self.rate, self._device_rate)
-        self._stream.start()
-
-    def _callback(self, outdata: np.ndarray, frames: int, time_info, status) -> None:  # noqa: ANN001  the audio thread
-        block = np.zeros(frames, np.float32)
-        filled = 0
-        while filled < frames:
-            if not len(self._current):
-                if not self._queue:
-                    break
-                self._current = self._queue.popleft()
-            take = min(frames - filled, len(self._current))
-            block[filled:filled + take] = self._current[:take]
-            self._current = self._current[take:]
-            filled += take
-        self._played += filled
-        outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
-        if self.echo is not None and self._loop is not None:
-            try:
-                self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
-            except RuntimeError:
-                pass  # the call's loop has closed while the card ran out its last block
+        self.card.open()
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
-        if self._stream is None:
-            self.open()
+        self.card.open()
         pcm = bytes(frame.data)
-        samples = np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0
-        if self._resampler is not None:
-            samples = self._resampler.process(samples)
-        loop = asyncio.get_running_loop()
-        self.on_played(loop.time() + (self._queued - self._played) / self._device_rate, pcm)
         if self._segment is None:
-            start = self._queued
+            start = self.card.queued
             self._segment = (start, asyncio.ensure_future(self._heard_from(start)))
-        self._queue.append(samples)
-        self._queued += len(samples)
-        while (self._queued - self._played) / self._device_rate > self.QUEUED_S and self._stream is not None:
-            await asyncio.sleep(0.01)
+        self.on_played(self.card.queue(pcm), pcm)
+        await self.card.keep_pace()
 
     async def _heard_from(self, start: int) -> None:
         """The segment's start when the card reaches it; its end when the card has played it."""
-        while self._played <= start:
+        card = self.card
+        while card.played <= start:
             await asyncio.sleep(0.005)
         self.on_playback_started(created_at=time.time())
-        while self._segment_end is None or self._played < self._segment_end:
+        while self._segment_end is None or card.played < self._segment_end:
             await asyncio.sleep(0.005)
-        seconds = (self._segment_end - start) / self._device_rate
+        seconds = (self._segment_end - start) / card.device_rate
         self._segment, self._segment_end = None, None
         self.on_playback_finished(playback_position=seconds, interrupted=False)
 
     def flush(self) -> None:
         super().flush()
         if self._segment is not None:
-            self._segment_end = self._queued
+            self._segment_end = self.card.queued
 
     def clear_buffer(self) -> None:
         if self._segment is None:
             return
         start, watcher = self._segment
         watcher.cancel()
-        self._queue.clear()  # what the card has not taken is never heard
-        heard = self._played > start
-        position = max(0, self._played - start) / self._device_rate
-        self._queued = self._played
+        heard = self.card.played > start
+        position = max(0, self.card.played - start) / self.card.device_rate
+        self.card.drop()  # what the card has not taken is never heard
         self._segment, self._segment_end = None, None
-        if heard:
-            self.on_playback_finished(playback_position=position, interrupted=True)
-        else:
-            self.on_playback_finished(playback_position=0.0, interrupted=True)
+        self.on_playback_finished(playback_position=position if heard else 0.0, interrupted=True)
 
     def close(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            from voices.audio import close_stream
-
-            close_stream(stream)
+        self.card.close()
 
 
 __all__ = ["CallerFileAudio", "ClockedSpeaker", "MicrophoneAudio", "SpeakerAudio"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -222,85 +221,36 @@ class MicrophoneInput(BaseInputTransport):
 
 
 class SpeakerOutput(BaseOutputTransport):
-    """A sounddevice speaker that runs from start to close, as a sound card does:
-    10 ms blocks from a queue, silence when it is empty. The callback only copies and
-    hands off; each block it played goes, on the loop, to `echo` (the canceller's far
-    end). `write_audio_frame` queues the bot's audio and waits while more than 60 ms
-    is queued, so Pipecat's speaking frames follow what the card plays."""
-
-    QUEUED_S = 0.06
+    """A sounddevice speaker that runs from start to close, as a sound card does
+    (`voices.card.CardQueue`: 10 ms blocks from a queue, each block it played given to
+    `echo`, the canceller's far end). `write_audio_frame` queues the bot's audio and
+    waits while more than 60 ms is queued, so Pipecat's speaking frames follow what the
+    card plays."""
 
     def __init__(self, device: int | None, sample_rate: int, echo: RoomEcho | None = None, **kwargs) -> None:
+        from voices.card import CardQueue
+
         super().__init__(TransportParams(audio_out_enabled=True, audio_out_sample_rate=sample_rate), **kwargs)
-        self.device = device
-        self.echo = echo
-        self._rate = sample_rate
-        self._stream = None
-        self._resampler = None
-        self._channels = 1
-        self._device_rate = sample_rate
-        self._queue: deque[np.ndarray] = deque()  # producer appends, the callback pops
-        self._current = np.zeros(0, np.float32)  # the callback's own
-        self._queued = 0  # samples appended (producer) ...
-        self._played = 0  # ... and played (callback): ints, each written by one side
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.card = CardQueue(device, sample_rate, echo)
         self.on_played = lambda loop_time, pcm16: None  # each frame, when the card will play it (out.wav)
 
     @property
     def output_latency_ms(self) -> float:
-        return float(self._stream.latency) * 1000.0 if self._stream is not None else 0.0
+        return self.card.latency_ms
 
     async def start(self, frame: StartFrame) -> None:
-        from voices.audio import StreamResampler, _open_stream, _sd
-
         await super().start(frame)
-        if self._stream is None:
-            self._loop = asyncio.get_running_loop()
-            self._stream, self._device_rate, self._channels = _open_stream(
-                _sd().OutputStream, self.device, "output", self._rate, None, int(self._rate * 0.01),
-                latency="low", callback=self._callback)
-            if self._device_rate != self._rate:
-                self._resampler = StreamResampler(self._rate, self._device_rate)
-            self._stream.start()
+        self.card.open()
         await self.set_transport_ready(frame)
 
-    def _callback(self, outdata: np.ndarray, frames: int, time_info, status) -> None:  # the audio thread
-        block = np.zeros(frames, np.float32)
-        filled = 0
-        while filled < frames:
-            if not len(self._current):
-                if not self._queue:
-                    break
-                self._current = self._queue.popleft()
-            take = min(frames - filled, len(self._current))
-            block[filled:filled + take] = self._current[:take]
-            self._current = self._current[take:]
-            filled += take
-        self._played += filled
-        outdata[:] = block[:, None] if self._channels == 1 else np.repeat(block[:, None], self._channels, axis=1)
-        if self.echo is not None and self._loop is not None:
-            try:
-                self._loop.call_soon_threadsafe(self.echo.played, block, self._device_rate)
-            except RuntimeError:
-                pass  # the call's loop has closed while the card ran out its last block
-
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
-        samples = np.frombuffer(frame.audio, np.int16).astype(np.float32) / 32768.0
-        if self._resampler is not None:
-            samples = self._resampler.process(samples)
-        self.on_played(asyncio.get_running_loop().time() + (self._queued - self._played) / self._device_rate, frame.audio)
-        self._queue.append(samples)
-        self._queued += len(samples)
-        while (self._queued - self._played) / self._device_rate > self.QUEUED_S and self._stream is not None:
-            await asyncio.sleep(0.01)
+        self.on_played(self.card.queue(frame.audio), frame.audio)
+        await self.card.keep_pace()
         return True
 
     async def cleanup(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            from voices.audio import close_stream
-
-            await asyncio.to_thread(close_stream, stream)
+        if self.card.is_open:
+            await asyncio.to_thread(self.card.close)
         await super().cleanup()
 
 
