@@ -234,6 +234,7 @@ class WhisperRecognizer:
         *,
         window_s: float | None | str = "default",
         check_window_s: float | None = None,
+        tiebreak_window_s: float | None = None,
         short_window_vad: dict | None = None,
         **options,
     ) -> Recognition:
@@ -242,8 +243,11 @@ class WhisperRecognizer:
         `options` override `self.options` for this call, `window_s` the encoder's
         window (`SHORT_WINDOW_S`; None: the full 30 s). With `check_window_s` a short
         window's words stand only if a second short window reads the same, else the
-        full window decides; `short_window_vad` are whisper's VAD settings for the short
-        windows only. The bench compares them."""
+        full window decides; with `tiebreak_window_s` too, a third short window decodes
+        first and the words stand if two of the three read alike (none of the two
+        looping or over its token budget), else the full window decides;
+        `short_window_vad` are whisper's VAD settings for the short windows only. The
+        bench compares them."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         audio_s = x.shape[0] / SAMPLE_RATE
         if x.size == 0:
@@ -270,10 +274,25 @@ class WhisperRecognizer:
                     # the first, on the model's second worker
                     check = self._checker.submit(self._decode, x, check_window_s, short) if checked else None
                     raw, info, tokens = self._decode(x, window, short)
-                    doubt = tokens >= limit or _loops(raw) or _repeats(clean_transcript(raw))
+
+                    def sound(text: str, used: int) -> bool:
+                        return used < limit and not _loops(text) and not _repeats(clean_transcript(text))
+
+                    readings = [(raw, info)] if sound(raw, tokens) else []
                     if check is not None:
-                        checked_raw, _, checked_tokens = check.result()
-                        doubt = doubt or checked_tokens >= limit or not _same_reading(checked_raw, raw)
+                        checked_raw, checked_info, checked_tokens = check.result()
+                        if sound(checked_raw, checked_tokens):
+                            readings.append((checked_raw, checked_info))
+                    doubt = not readings or (check is not None and (len(readings) < 2 or not _same_reading(readings[0][0], readings[1][0])))
+                    if doubt and tiebreak_window_s is not None and audio_s + 1.0 <= tiebreak_window_s:
+                        # a third window settles it when it reads as one of the two did
+                        # (one looped, or misheard a word): cheaper than the full window
+                        third_raw, third_info, third_tokens = self._decode(x, tiebreak_window_s, short)
+                        if sound(third_raw, third_tokens):
+                            agreeing = [r for r in readings if _same_reading(r[0], third_raw)]
+                            if agreeing:
+                                raw, info = third_raw, third_info
+                                doubt = False
                     if doubt:
                         raw, info, _ = self._decode(x, None, options)
         except Exception as exc:

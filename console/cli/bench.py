@@ -301,24 +301,26 @@ def _from_disk(result: dict) -> str:
 def bench_stt(
     codes: Annotated[int, typer.Option("--codes", min=4, help="Callers who say a code (plus the fixed answers and requests).")] = 48,
     misses: Annotated[bool, typer.Option("--misses", help="List what each variant misread.")] = False,
+    held_out: Annotated[bool, typer.Option("--held-out", help="Callers from the held-out seed, not the one the windows were tuned on.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Whisper's encoder window and pause handling: decode time against accuracy, same callers.
 
-    Example: lull bench stt --codes 48
+    Example: lull bench stt --codes 48 --held-out
     """
     from voices.backends.voice import VoiceModels
-    from voices.stt_bench import run_stt_bench
+    from voices.stt_bench import DEV_SEED, HELD_OUT_SEED, run_stt_bench
 
     with err.status("making callers with piper and decoding each with every variant…"):
         models = VoiceModels.load(deterministic=True, matcher="lexical")
-        result = run_stt_bench(models.recognizer, models.voice, codes)
+        result = run_stt_bench(models.recognizer, models.voice, codes, seed=HELD_OUT_SEED if held_out else DEV_SEED)
     if as_json:
         echo_json(result)
         return
     counts = result["callers"]
     table = Table(title=f"whisper on {counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests "
-                        "(tiny.en, int8, same audio)", title_justify="left")
+                        f"(tiny.en, int8, same audio; {'held-out' if held_out else 'tuning'} callers, seed {result['seed']})",
+                  title_justify="left")
     for column in ("variant", "codes right", "yes/no right", "words right", "median ms", "codes: median", "yes/no: median", "p90 ms", "max ms"):
         table.add_column(column)
     for name, row in result["variants"].items():
