@@ -133,3 +133,57 @@ def test_bench_stt_measures_every_variant_on_the_same_callers(models):
         assert len(row["misses"]) == len(callers) - row["digits_right"] - row["words_right"] - row["yes_no_right"]
     # the full window reads these clean synthetic callers nearly all right
     assert result["variants"][IN_USE]["digits_right"] >= 3
+
+
+def _scripted_recognizer(readings: dict):
+    """A WhisperRecognizer whose decodes return `readings[window_s]` (text), no model."""
+    import concurrent.futures
+    import threading
+
+    from voices.stt import DECODE_OPTIONS, WhisperRecognizer
+
+    recognizer = object.__new__(WhisperRecognizer)
+    recognizer._lock = threading.Lock()
+    recognizer._checker = concurrent.futures.ThreadPoolExecutor(1)
+    recognizer.options = dict(DECODE_OPTIONS)
+    recognizer.short_window_s = None
+    recognizer.windows = []
+
+    def decode(x, window_s, options):
+        recognizer.windows.append(window_s)
+        text = readings[window_s]
+        return text, None, len(text.split())
+
+    recognizer._decode = decode
+    return recognizer
+
+
+@pytest.mark.parametrize(
+    "readings, heard, windows",
+    [
+        # the two short windows agree: no third decode
+        ({8.0: "4 8 2 1", 10.0: "4821"}, "4 8 2 1", {8.0, 10.0}),
+        # one loops, the tie-break reads as the other did: the full window is not asked
+        ({8.0: "926 8 926 8 926 8 926 8 926 8", 10.0: "926 8", 12.0: "9268", None: "926-8"}, "9268", {8.0, 10.0, 12.0}),
+        # one misheard a word, the tie-break reads as the other
+        ({8.0: "Two zero. Eight sick.", 10.0: "Two zero. Eight six.", 12.0: "two zero eight six", None: "x"},
+         "two zero eight six", {8.0, 10.0, 12.0}),
+        # three readings, no two alike: the full window decides
+        ({8.0: "4 8 2 1", 10.0: "4 8 2", 12.0: "4 8 2 1 1", None: "four eight two one"}, "four eight two one",
+         {8.0, 10.0, 12.0, None}),
+        # the tie-break agrees only with a reading that looped: not trusted
+        ({8.0: "5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5", 10.0: "5 5 4", 12.0: "5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5 5", None: "5 5 4 1"},
+         "5 5 4 1", {8.0, 10.0, 12.0, None}),
+    ],
+)
+def test_a_third_short_window_breaks_a_tie_before_the_full_window(readings, heard, windows):
+    recognizer = _scripted_recognizer(readings)
+    audio = np.zeros(16000 * 2, np.float32)
+    assert recognizer.transcribe(audio, **SHORT_ANSWER_DECODE).text == heard
+    assert set(recognizer.windows) == windows
+
+
+def test_without_a_tie_break_a_disagreement_goes_to_the_full_window():
+    recognizer = _scripted_recognizer({8.0: "4 8 2 1", 10.0: "4 8 2", None: "4821"})
+    heard = recognizer.transcribe(np.zeros(32000, np.float32), **{**SHORT_ANSWER_DECODE, "tiebreak_window_s": None})
+    assert heard.text == "4821" and set(recognizer.windows) == {8.0, 10.0, None}

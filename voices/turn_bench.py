@@ -284,7 +284,7 @@ STAGES = (
 # code or a yes/no (voices.stt.SHORT_ANSWER_DECODE) and for anything else (the 30 s window), beside
 # the alternatives (`lull bench stt` compares windows on many more callers)
 WHISPER_VARIANTS = {
-    "in use for a code or a yes/no (8 s window checked by 10 s, pauses shortened)": SHORT_ANSWER_DECODE,
+    "in use for a code or a yes/no (8 s window checked by 10 s, 12 s breaks a tie, pauses shortened)": SHORT_ANSWER_DECODE,
     "in use otherwise (30 s window)": {},
     "with timestamps": {"without_timestamps": False},
     "no whisper VAD pass": {"vad_filter": False},

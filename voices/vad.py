@@ -116,6 +116,7 @@ class SpeechSegmenter:
         min_speech_ms: float = 120,
         pre_roll_ms: float = 200,
         report_pauses: bool = False,
+        pause_report_ms: float = 0.0,
     ) -> None:
         if not 0.0 < threshold < 1.0:
             raise ValueError(f"threshold must be in (0, 1), got {threshold}")
@@ -129,6 +130,10 @@ class SpeechSegmenter:
         # far) and ``speech_resumed``: for a speculative decode at the pause's onset
         self.report_pauses = report_pauses
         self._frame_ms = SileroVad.FRAME * 1000.0 / SAMPLE_RATE
+        # a pause is reported once it has lasted this long (at least one quiet frame):
+        # the dips between a caller's words each cost a decode otherwise, and a decode
+        # already running cannot be called back when the caller goes on
+        self._pause_report_frames = max(1, math.ceil(pause_report_ms / self._frame_ms))
         self._pre_roll_frames = math.ceil(self.pre_roll_ms / self._frame_ms)
         # Post-roll after the last speech frame kept in the utterance audio: the tail of
         # the end-of-speech hold is silence and only costs decode time.
@@ -222,10 +227,11 @@ class SpeechSegmenter:
                     self._silence_ms += self._frame_ms
             if self._silence_ms >= self._end_of_speech_ms:
                 return self._end(end_ms)
-            if self._frames_since_speech == 1 and self.report_pauses:
-                # the onset of a pause: what was said so far, for a speculative decode
+            if self._frames_since_speech == self._pause_report_frames and self.report_pauses:
+                # a pause: what was said so far, for a speculative decode; its time is the
+                # pause's onset (the first quiet frame), whenever it is reported
                 return SpeechEvent(
-                    "pause_started", end_ms, np.concatenate(self._utterance),
+                    "pause_started", self._last_speech_end_ms + self._frame_ms, np.concatenate(self._utterance),
                     speech_start_ms=self._speech_start_ms, speech_end_ms=self._last_speech_end_ms, audio_end_ms=end_ms,
                 )
             return None

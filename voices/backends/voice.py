@@ -80,6 +80,13 @@ if TYPE_CHECKING:
 
 VAD_RATE = 16000
 PRE_ROLL_MS = 300
+# A pause is decoded speculatively once it has lasted this long (voices.vad), not at its
+# first quiet frame: the dips between a caller's digits each started a decode, and one
+# already running holds the worker when the caller goes on. `lull bench turn`'s caller
+# (the file backend, two runs each): median wait 634 and 629 ms at 0, 552 and 506 at 64,
+# 448 and 445 at 96, 503 and 481 at 160; a held-out caller (other codes and sentences,
+# no dips mid-code) 417 ms at 0 and 429 at 96.
+SPECULATE_AFTER_MS = 96.0
 BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
 # A barge-in's audio starts this long before the first frame louder than the echo: over a
 # loud speaker the caller's first word is masked, not absent ("hold on" and the first digit
@@ -223,7 +230,7 @@ class VoiceBackend:
         # 300 ms of pre-roll: the VAD decides a little after the first syllable starts
         self.segmenter = SpeechSegmenter(
             SileroVad(self.models.vad_model), end_of_speech_ms=self.default_end_of_speech_ms, pre_roll_ms=PRE_ROLL_MS,
-            report_pauses=True,
+            report_pauses=True, pause_report_ms=SPECULATE_AFTER_MS,
         )
         spec = session.flow.spec
         if self.models.matcher_kind != "lexical":  # an embedding kind (voices.interpret)
