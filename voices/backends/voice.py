@@ -22,8 +22,8 @@ One caller utterance, from the microphone to the core:
 3. `_listen`: Silero VAD segments the audio; while the agent is audible, a segment
    becomes a caller turn only with evidence beyond the echo estimate
    (`voices.echo.EchoGate`); while the input is failed, nothing heard is a turn;
-3b. slot-aware end of turn (V9): at each pause's onset within a turn, while a question
-   is pending, what was said so far is decoded in the STT worker (`_pause_started`,
+3b. slot-aware end of turn (V9): at each pause within a turn (once it has lasted
+   SPECULATE_AFTER_MS), while a question is pending, what was said so far is decoded in the STT worker (`_pause_started`,
    speculatively). If it holds a complete value for the pending slot (a code of the
    allowed length, a clear yes or no) the turn ends once the pause has lasted the
    stage's `complete_value_end_ms`, not the whole hold; if it holds a partial value
