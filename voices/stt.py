@@ -93,7 +93,7 @@ DECODE_OPTIONS = {
 # itself ("Yes? Yes?") and reads other sentences worse. So the full window is the
 # default, and the short one is for a pending code or yes/no (`SHORT_ANSWER_DECODE`,
 # chosen by the voice backend), where a decode that repeats itself, loops or runs past
-# its token budget is decoded again with the full window.
+# its token budget is not trusted (a third window may break the tie; else the full one).
 SHORT_WINDOW_S: float | None = None
 SHORTER_PAUSES = {"min_silence_duration_ms": 500, "speech_pad_ms": 150}
 # When the 8 s window and its 10 s check disagree (or one loops), a 12 s window breaks
@@ -200,13 +200,13 @@ class WhisperRecognizer:
         # only slow each other down, and serialising keeps decode_s meaningful. Within
         # one, a short window's check decodes beside it (its own thread, its own worker).
         self._lock = threading.Lock()
+        _windowed_padding()  # once, before any two decodes run side by side
         self._checker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="whisper-check")
         self.options = dict(DECODE_OPTIONS)
         self.short_window_s = SHORT_WINDOW_S
 
     def _decode(self, x: np.ndarray, window_s: float | None, options: dict):
         """One decode (under the lock), with the encoder's window cut to `window_s`."""
-        _windowed_padding()
         _WINDOW.frames = None if window_s is None else int(window_s * 100)  # 10 ms feature frames
         try:
             segments, info = self._model.transcribe(x, **options)
