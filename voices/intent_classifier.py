@@ -28,6 +28,8 @@ from typing import Protocol
 
 import numpy as np
 
+from ladder.flow.route_words import named_route
+
 from . import disk_cache
 from .disk_cache import VectorStore
 from .embedders import load_minilm, load_model
@@ -483,6 +485,9 @@ class ClassifierMatcher:
         self.threshold = threshold
         self.l2 = l2
         self.featurise = featuriser
+        # words that name what a route offers: they decide where the classifier is unsure
+        self.route_cues: dict[str, frozenset[str]] = dict(getattr(intents, "route_cues", {}) or {})
+        self.chosen_by_words: frozenset[str] = getattr(intents, "chosen_by_words", frozenset())
         names, texts, labels = training_set(intents, off_topic)
         self._names = names
         # the flow's own examples, when the intents say which they are (shared_intents)
@@ -543,6 +548,11 @@ class ClassifierMatcher:
         p = self.model.proba(self.featurise([said]))[0]
         best = int(np.argmax(p))
         name = decide(p, self._names, self.threshold)
+        if self.route_cues and (name is None or name.startswith("route:")):
+            # unsure, or another route: a caller who names what one route offers asks for it
+            named = named_route(said, self.route_cues)
+            if named is not None and named != name and named in self.chosen_by_words and named in self._names:
+                return named, round(float(p[self._names.index(named)]), 3)
         return name, round(float(p[best]) if name is not None else float(p[:-1].max()), 3)
 
 

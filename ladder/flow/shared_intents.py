@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..policy import Route, route_role
 from .route_roles import read_route_roles, with_roles
+from .route_words import chosen_by_words, route_cues
 
 # the ladder's own intents: the same name in every flow
 WAIT_REQUEST = (
@@ -240,6 +241,10 @@ class LearnedIntents(dict):
 
     own: frozenset[str] = frozenset()
     own_by_intent: dict[str, tuple[str, ...]] = {}
+    # route intent -> the words that name what it offers, and the routes those words
+    # may choose (ladder.flow.route_words)
+    route_cues: dict[str, frozenset[str]] = {}
+    chosen_by_words: frozenset[str] = frozenset()
 
     def own_only(self) -> dict[str, tuple[str, ...]]:
         """The flow's own examples alone, each under its own intent: what a
@@ -326,6 +331,8 @@ def flow_intents(spec) -> LearnedIntents:
         merged[name] = tuple(dict.fromkeys([*own, *shared.get(name, ()), *context.get(name, ())]))
     merged.own = frozenset(p for phrases in spec.intents.values() for p in phrases)
     merged.own_by_intent = {k: tuple(dict.fromkeys(v)) for k, v in spec.intents.items()}
+    merged.route_cues = route_cues(spec)
+    merged.chosen_by_words = chosen_by_words(spec)
     return merged
 
 
