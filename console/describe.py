@@ -83,7 +83,7 @@ def how_read(record: dict) -> str:
     when the matcher's nearest intent was backchannel); else the matcher's guess, unused."""
     reason, matched, score = record.get("reason"), record.get("matched"), record.get("score")
     shown = f" {score:.2f}" if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
-    if matched and matched == reason:
+    if matched and (matched == reason or (reason == "route" and str(matched).startswith("route:"))):
         return f" (intent {matched}{shown})"
     if reason == "answer":
         return " (a value for the pending question)"

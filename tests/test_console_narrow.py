@@ -67,6 +67,8 @@ def test_a_yes_that_fills_the_slot_is_not_shown_as_the_matchers_backchannel():
     assert how_read({"reason": "wait_request", "matched": "wait_request", "score": 0.91}) == " (intent wait_request 0.91)"
     unused = how_read({"reason": "unclear", "matched": "ready", "score": 0.41})
     assert "ready" in unused and "not used" in unused
+    # a route the matcher chose is what the turn was read as ("route" is the ladder's name)
+    assert how_read({"reason": "route", "matched": "route:no_ref", "score": 0.05}) == " (intent route:no_ref 0.05)"
 
 
 @run_async
