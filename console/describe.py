@@ -59,6 +59,8 @@ def describe(record: dict, verbose: bool = False) -> str | None:
         return f"flow {kind.replace('_', ' ')}: {record.get('flow_stage')}"
     if kind in ("prompt_started", "prompt_completed", "prompt_interrupted", "prompt_cancelled_before_playback"):
         what = kind.removeprefix("prompt_").replace("_", " ")
+        if reason == "adapter_confirmed":  # the core cut it first; the output now says it stopped
+            what += ", the output confirmed"
         return f"prompt #{record.get('token')} {what}"
     if kind == "utterance":
         return f"heard: {reason}{how_read(record)}"

@@ -78,6 +78,7 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         self._fired: dict[tuple[str, int], float] = {}  # accepted timers (duplicates)
         self._invalidated: dict[int, str] = {}  # generation -> why it was invalidated
         self._latest_turn: TurnRef | None = None
+        self._turn_open = False  # a caller turn started and not yet interpreted
         self._no_response_expected = _RecentSet()
         self._responded = _RecentSet()
         self._suspended: Timer | None = None  # the window/hold a turn interrupted

@@ -49,6 +49,13 @@ class Episodes:
             # the caller cannot be heard yet: the repair asks it (L9), never silently lost
             self._trace("question_deferred", "recovering", question=event.question)
             return
+        if self.state is State.HEARING or self._turn_open:
+            # the caller is speaking (they cut the statement before it): the question
+            # waits for their turn, never plays over it (L5)
+            self.episode.unasked = True
+            self._trace("question_deferred", "caller_speaking", question=event.question)
+            self._set_state(State.HEARING, "caller_speaking")
+            return
         if self.state is State.TOOL_WAIT:
             # asked now, listened for once the tool is done (L10)
             self._request_prompt(
@@ -64,8 +71,23 @@ class Episodes:
         )
         self._set_state(State.ASKING, "question_requested")
 
+    def _ask_unasked(self, reason: str) -> bool:
+        """The pending question, if the caller's speech kept it from playing; its end
+        arms the first window."""
+        ep = self.pending_episode
+        if ep is None or not ep.unasked:
+            return False
+        ep.unasked = False
+        self._suspended = None
+        self._request_prompt(
+            "question", ep.text, on_complete="window", stage=self.current_stage, interruptible=ep.interruptible,
+        )
+        self._set_state(State.ASKING, reason)
+        return True
+
     def _restate_question(self, reason: str) -> None:
         """The pending question again, briefly; its end arms the next window (L7)."""
+        self.episode.unasked = False
         self._request_prompt(
             "restate",
             self.episode.text,

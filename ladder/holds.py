@@ -18,11 +18,15 @@ class Holds:
         # W6: inactivity handling keeps running during waits: the hold ends in a check-in
         self._end_hold_accounting()
         self._trace("hold_expired", "hold_ms_elapsed", generation=timer.generation)
+        if self._ask_unasked("question_after_hold"):
+            return  # they asked for time before hearing it: the check-in is the question
         self._advance_stage(reason="hold_expired", generation=timer.generation)
 
     def _fire_watchdog(self, timer: Timer) -> None:
         # W2: a closed turn got no response and no wait decision claimed it
         self._trace("watchdog_fired", "missing_response", turn=timer.turn)
+        if self._ask_unasked("question_after_unread_turn"):
+            return
         on_complete = "window" if self.pending_episode is not None else None
         self._request_prompt("reprompt", self.policy.reprompt, on_complete=on_complete)
         if on_complete:

@@ -182,6 +182,9 @@ class Episode:
     # part of the value was heard in this episode (kept after the reminder that said so):
     # later reminders and the closes speak of the part received, never of nothing
     part_heard: bool = False
+    # the question came while the caller was speaking and has not been played: it is
+    # asked once their turn proves not to answer it (or not to ask for time)
+    unasked: bool = False
     outcome: str | None = None
     prompt_sequence: list[str] = field(default_factory=list)
 

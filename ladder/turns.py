@@ -28,6 +28,7 @@ class Turns:
     def _on_turn_started(self, event: TurnStarted) -> None:
         if self._accept_turn(event) is None:
             return
+        self._turn_open = True
         self._trace("turn_started", "caller_speech", turn=event.turn, seq=event.seq)
         self._barge_in_statements()
         if self.state is not State.IDLE:
@@ -139,6 +140,7 @@ class Turns:
         ref = self._accept_turn(event)
         if ref is None:
             return
+        self._turn_open = False
         if self.state not in (State.HEARING, State.IDLE):
             # a decision with no speech-start report (text backend) is still resumption
             self._resume_from_speech("caller_turn")
@@ -168,6 +170,12 @@ class Turns:
         self._no_response_expected.discard(ref)
         if self.pending_episode is None:
             self._trace("turn_without_question", intent, turn=event.turn)
+            return
+        if self.episode.unasked and intent not in ("answer", "route", "repeat_request", "partial_answer"):
+            # the turn that kept the question from playing did not answer it: ask it now
+            self._no_response_expected.add(ref)
+            self._disarm_watchdog_for(event.turn, "question_asked")
+            self._ask_unasked(f"question_after_{intent}")
             return
         if self._restore_cut_reminder(intent):
             self._no_response_expected.add(ref)
