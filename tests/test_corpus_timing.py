@@ -255,3 +255,11 @@ def test_the_overview_reads_once_what_timing_and_coverage_read_apart(tmp_path):
     assert overview.coverage.to_dict() == coverage([root], workers=1).to_dict()
     assert overview.timing.unreadable and overview.coverage.unreadable  # the damaged one, named by both
     assert counts[-1] == 31
+
+
+def test_a_suggested_wait_says_sooner_or_later_never_a_negative_wait():
+    from console.cli.sessions import _silent_wait
+
+    assert _silent_wait(-3500) == "a silent caller hears the next stage 3.5s sooner"
+    assert _silent_wait(2000) == "a silent caller hears the next stage 2.0s later"
+    assert "-" not in _silent_wait(-10)

@@ -525,8 +525,7 @@ def sessions_timing(
         if sug and sug.get("wait_ms") is not None:
             lines.append(f"  suggested {sug['stage']} wait: {sug['wait_ms'] / 1000:.1f}s (now {sug['current_wait_ms'] / 1000:.1f}s): "
                          f"callers reminded before they speak {sug['reminded_before_speaking_now']:.0%} -> "
-                         f"{sug['reminded_before_speaking_then']:.0%}; a silent caller waits "
-                         f"{sug['silent_callers_wait_longer_ms'] / 1000:+.1f}s for the next stage")
+                         f"{sug['reminded_before_speaking_then']:.0%}; {_silent_wait(sug['silent_callers_wait_longer_ms'])}")
         elif sug:
             lines.append(f"  no suggested {sug['stage']} wait: {sug['why']}")
         for line in lines:
@@ -540,3 +539,11 @@ def sessions_timing(
         print_text((f"{len(data['other_flow'])} journal(s) of another flow, not counted: {', '.join(data['other_flow'][:10])}", "yellow"))
     if data["unreadable"]:
         print_text((f"{len(data['unreadable'])} journal(s) not wholly read: {', '.join(data['unreadable'][:10])}", "yellow"))
+
+
+def _silent_wait(longer_ms: float) -> str:
+    """What a suggested wait does to a silent caller, in words (never "waits -3.5s")."""
+    if abs(longer_ms) < 50:
+        return "a silent caller hears the next stage as soon as now"
+    more = "later" if longer_ms > 0 else "sooner"
+    return f"a silent caller hears the next stage {abs(longer_ms) / 1000:.1f}s {more}"
