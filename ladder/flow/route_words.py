@@ -9,8 +9,9 @@ mentions, its examples and the `say` of the stage it leads to) do hold them.
 
 A route's cue words are the content words of those texts that belong to it alone:
 not another route's, not the flow's own subject (the words of its other stages and
-its values' names: a caller echoing the question is answering or asking for it again). A few kinds of channel are said many ways
-("post" and "mail", "website" and "online"): a cue brings its kin.
+its values' names: a caller echoing the question is answering or asking for it
+again). A few kinds of channel are said many ways ("post" and "mail", "website" and
+"online"): a cue brings its kin.
 
 Only a route that is not a person or a repeat is chosen by its words (those are
 asked for in everyone's words, which the shared phrases teach), and only where the
@@ -60,7 +61,7 @@ _KIN = (
 
 
 def _stem(word: str) -> str:
-    """A crude stem, enough to meet a plural or a past tense: "forms" -> "form"."""
+    """A crude stem, enough to meet a plural: "forms" -> "form"."""
     if word.endswith("'s"):
         word = word[:-2]
     if len(word) > 4 and word.endswith("ies"):
