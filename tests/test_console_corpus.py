@@ -102,3 +102,12 @@ async def test_no_journals_is_said_in_one_line(tmp_path):
         await pilot.press("f11")
         screen = app.screen
         await _settle(app, pilot, lambda: "No journals" in panel_text(screen.query_one("#corpus-about")))
+
+
+def test_the_progress_knows_how_many_journals_a_folder_holds_but_not_an_archives(corpus, tmp_path):
+    from console.screens.corpus import _known_total
+
+    assert _known_total(corpus) == 40
+    archived = tmp_path / "archived"
+    simulate_corpus(archived, "reference_code", None, 5, 3, Population(), workers=1, archive="zst")
+    assert _known_total(archived) is None  # an archive's members are not counted ahead

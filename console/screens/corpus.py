@@ -37,6 +37,7 @@ class Cancelled(Exception):
 class CorpusProgress(Message):
     what: str
     done: int
+    total: int | None = None  # journals in all, when known (folders; an archive's members are not counted ahead)
 
 
 @dataclass
@@ -122,10 +123,12 @@ class CorpusScreen(Screen):
 
         worker = get_current_worker()
 
+        total = _known_total(root)
+
         def progress(done: int) -> None:
             if worker.is_cancelled:
                 raise Cancelled
-            self.post_message(CorpusProgress("journals read", done))
+            self.post_message(CorpusProgress("journals read", done, total))
 
         if not root.exists() or not any(True for _ in islice(corpus_units([root]), 1)):
             self.post_message(CorpusRead(root, {}, {}, {}, problem=f"No journals in {root}: open a folder of session "
@@ -163,14 +166,18 @@ class CorpusScreen(Screen):
         worker = get_current_worker()
         edit = Edit(flow_document=document)
 
+        total: int | None = None
+
         def progress(done: int) -> None:
             if worker.is_cancelled:
                 raise Cancelled
-            self.post_message(CorpusProgress("sessions replayed", done))
+            self.post_message(CorpusProgress("sessions replayed", done, total))
 
         try:
             units = list(islice(corpus_units([root]), SAMPLE))
+            total = _known_total(root, units)
             self.post_message(WhatIfRead(summary(corpus_whatif(units, edit, workers=1, progress=progress)), True, key))
+            total = _known_total(root)
             self.post_message(WhatIfRead(summary(corpus_whatif([root], edit, workers=1, progress=progress)), False, key))
         except Cancelled:
             return
@@ -179,8 +186,9 @@ class CorpusScreen(Screen):
 
     def on_corpus_progress(self, message: CorpusProgress) -> None:
         bar = self.query_one("#corpus-progress", ProgressBar)
-        bar.update(total=None, progress=message.done)
-        self.sub_title = f"{message.what}: {message.done}"
+        bar.update(total=message.total, progress=message.done)
+        of = f" of {message.total}" if message.total else ""
+        self.sub_title = f"{message.what}: {message.done}{of}"
 
     def on_corpus_read(self, message: CorpusRead) -> None:
         about = self.query_one("#corpus-about", Static)
@@ -290,3 +298,16 @@ class CorpusScreen(Screen):
             self.sub_title = ""
             self.query_one("#corpus-progress", ProgressBar).update(total=1, progress=1)
         self.query_one("#corpus-whatif", Static).update(text)
+
+
+def _known_total(root: Path, units: list[Path] | None = None) -> int | None:
+    """How many journals `units` (default: every unit under `root`) hold, when that is
+    known without reading them: one a session folder; None if any is an archive."""
+    from sessions.archive import is_archive
+    from sessions.corpus import corpus_units
+
+    try:
+        units = list(corpus_units([root])) if units is None else units
+    except (OSError, ValueError):
+        return None
+    return None if any(is_archive(u) for u in units) else len(units)
