@@ -25,6 +25,7 @@ class Holds:
     def _fire_watchdog(self, timer: Timer) -> None:
         # W2: a closed turn got no response and no wait decision claimed it
         self._trace("watchdog_fired", "missing_response", turn=timer.turn)
+        self._turn_open = False  # never read: it must not hold back the questions after it
         if self._ask_unasked("question_after_unread_turn"):
             return
         on_complete = "window" if self.pending_episode is not None else None

@@ -85,6 +85,20 @@ def test_a_turn_never_read_gets_the_question_when_the_watchdog_fires():
     assert [p.kind for p in call.prompts()] == ["statement", "question"]
 
 
+def test_a_turn_never_read_does_not_hold_back_a_later_question():
+    # speech over a statement with no question pending, never read: the watchdog answers it
+    call = Call(seed_policy(episode_ms=10_000))
+    call.send(Announce("Hello, this is the clinic.", label="greet"), 0)
+    call.send(PlaybackStarted(call.token_of("statement")), 10)
+    turn = call.speech(500)
+    call.send(TurnEnded(turn, int(turn[1:])), 900)
+    while not call.traces("watchdog_fired"):
+        _next(call)
+    call.send(AskQuestion("ref", "What is your reference?"), call.c.now + 5000)
+    assert call.prompts()[-1].text == "What is your reference?"
+    assert not call.traces("question_deferred")
+
+
 def test_a_question_asked_in_silence_plays_at_once():
     call = Call(seed_policy())
     call.send(AskQuestion("ref", "What is your reference?"), 0)
