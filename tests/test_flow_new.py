@@ -72,3 +72,19 @@ def test_at_a_terminal_what_is_not_given_is_asked_for(tmp_path):
     assert proc.returncode == 0, stderr.decode()
     flow = json.loads((tmp_path / "asked.json").read_text())
     assert flow["slots"]["member_id"] == {"type": "digits", "label": "member id", "min_length": 5, "max_length": 9}
+
+
+@pytest.mark.parametrize("label", ["your pet's name", "the pet's name", "pet's name"])
+def test_a_label_with_its_own_your_is_never_said_twice(label, tmp_path):
+    """A designer writes the label as they would say it ("your pet's name"): the scaffold's
+    wording and the ladder's put their own "your", "my" or "the" in front of the bare name."""
+    document = scaffold_flow("vet", "pet_name", "text", label=label)
+    report = check_data(document, "vet.json")
+    assert report.flow is not None and report.problems == []
+    ladder = report.flow.policy_for("ask_pet_name", None)
+    said = json.dumps([document, scaffold_scenario(document, "vet.json")]) + " ".join(
+        (s.prompt or "").replace("{slot}", ladder.slot) for s in ladder.stages) + ladder.close_deadline.replace("{slot}", ladder.slot)
+    for doubled in ("your your", "my your", "the your", "caller's your", "your the", "my the", "the the"):
+        assert doubled not in said.lower()
+    assert "What is your pet's name?" in said and "I don't have my pet's name" in said
+    assert document["slots"]["pet_name"]["label"] == label  # what the designer wrote is kept

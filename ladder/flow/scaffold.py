@@ -31,6 +31,17 @@ def words(slot_id: str) -> str:
     return slot_id.replace("_", " ")
 
 
+_DETERMINERS = ("your", "my", "the", "a", "an", "this", "that")
+
+
+def bare_name(spoken: str) -> str:
+    """The value's name without a leading "your", "the", "a" ("your pet's name" -> "pet's
+    name"): the scaffold's wording puts its own in front ("What is your ...", "I don't have
+    my ..."), as the ladder keeps a label that has one (`compile._spoken_value`)."""
+    first, _, rest = spoken.partition(" ")
+    return rest if rest and first.lower() in _DETERMINERS else spoken
+
+
 def scaffold_flow(
     name: str,
     slot: str,
@@ -41,8 +52,9 @@ def scaffold_flow(
 ) -> dict:
     """A flow document that asks for `slot`, reads it back and ends; it passes
     `lull flow check` as written."""
-    spoken = label or words(slot)
-    slot_spec: dict = {"type": slot_type, "label": spoken}
+    given = label or words(slot)
+    slot_spec: dict = {"type": slot_type, "label": given}
+    spoken = bare_name(given)  # the wording below says "your", "my" or "the" itself
     if slot_type == "digits":
         slot_spec["min_length"] = min_length or 4
         slot_spec["max_length"] = max_length or max(min_length or 4, 8)
@@ -51,7 +63,7 @@ def scaffold_flow(
         {"id": "greet", "say": "Hello, thanks for calling.", "next": ask},
         {
             "id": ask,
-            "say": f"What is your {spoken}?" if slot_type != "yes_no" else f"{spoken[:1].upper()}{spoken[1:]}: yes or no?",
+            "say": f"What is your {spoken}?" if slot_type != "yes_no" else f"{given[:1].upper()}{given[1:]}: yes or no?",
             "collect": [slot],
             "repair": {"reprompt_after": 2, "escalate_after": 6, "escalate_to": "close_without"},
         },
@@ -131,7 +143,7 @@ def scaffold_scenario(flow: dict, flow_ref: str) -> dict:
     return {
         "schema": 1,
         "name": f"{flow['name']}_answered",
-        "title": f"The caller gives their {spec.get('label') or words(slot)} and the call completes",
+        "title": f"The caller gives their {bare_name(spec.get('label') or words(slot))} and the call completes",
         "flow": flow_ref,
         "steps": steps,
     }
