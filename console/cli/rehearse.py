@@ -164,8 +164,8 @@ def rehearse(
 
     def line(who: str, text: str) -> None:
         if redact:
-            kind = "caller_utterance" if who == "caller" else "prompt"
-            text = session.runtime.redact({"kind": kind, "text": text})["text"]
+            runtime = session.runtime
+            text = runtime.redact_heard(text) if who == "caller" else runtime.redact({"kind": "prompt", "text": text})["text"]
         print_text((f"{who:>6} >", "bold"), f" {text}")
 
     the_backend.on_line = line
