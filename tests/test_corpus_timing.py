@@ -263,3 +263,33 @@ def test_a_suggested_wait_says_sooner_or_later_never_a_negative_wait():
     assert _silent_wait(-3500) == "a silent caller hears the next stage 3.5s sooner"
     assert _silent_wait(2000) == "a silent caller hears the next stage 2.0s later"
     assert "-" not in _silent_wait(-10)
+
+
+def test_a_percentile_the_corpus_never_reaches_is_a_dash_with_its_reason(tmp_path):
+    """A fifth of callers hang up silent: the time by which 99 % have spoken is never seen.
+    The table shows "-", and one line says why, rather than leaving a designer to guess;
+    where every row with callers in it has its percentiles, the line is not printed."""
+
+    def dashes(corpus: Path) -> bool:
+        rows = [row for q in _timing(corpus).values() for row in (q, *q["stages"]) if row.get("n")]
+        return any(row[k] is None for row in rows for k in ("p50_ms", "p90_ms", "p99_ms"))
+
+    legend = 'p50/p90/p99 "-": fewer callers than that spoke before the rest were cut off'
+    population = _population(tmp_path, silent=0.2, hang_up=0.0)
+    corpus = tmp_path / "calls"
+    assert _lull("corpus", "simulate", str(corpus), "--calls", "60", "--seed", "3", "--workers", "1",
+                 "--population", str(population)).exit_code == 0
+    ask = _timing(corpus)["ask_code"]
+    assert ask["n"] > 0 and ask["p50_ms"] is not None and ask["p99_ms"] is None
+    assert legend in " ".join(_lull("sessions", "timing", str(corpus)).output.split())
+
+    prompt = tmp_path / "prompt"
+    prompt.mkdir()
+    everyone = _population(prompt, silent=0.0, hang_up=0.0, media_fault=0.0, asks_for_time=0.0, off_topic=0.0,
+                           mishearing=0.0, partial_answer=0.0, tool_failure=0.0,
+                           answer_time={"digits": {"median_ms": 1500, "sigma": 0.2}, "yes_no": {"median_ms": 600, "sigma": 0.2}})
+    answered = tmp_path / "answered"
+    assert _lull("corpus", "simulate", str(answered), "--calls", "20", "--seed", "3", "--workers", "1",
+                 "--population", str(everyone)).exit_code == 0
+    assert not dashes(answered)
+    assert legend not in " ".join(_lull("sessions", "timing", str(answered)).output.split())

@@ -503,6 +503,7 @@ def sessions_timing(
         return
     out.print(plain(f"{data['sessions']} session(s) of {', '.join(data['flows'])}: response time from the observed "
                     "end of what was said to the caller's first speech"))
+    unreached = False  # a percentile the corpus never gets to, shown as "-"
     for q in data["questions"]:
         table = Table(title=f"{q['question']}: {q['n']} spoke, {q['censored']} cut off first", title_justify="left")
         for column in ("from the end of", "wait", "N", "cut off", "p50", "p90", "p99", "past wait", "silent at start"):
@@ -510,6 +511,8 @@ def sessions_timing(
 
         def s(ms):
             return "-" if ms is None else f"{ms / 1000:.1f}s"
+        for row in (q, *q["stages"]):
+            unreached |= bool(row.get("n")) and any(row.get(k) is None for k in ("p50_ms", "p90_ms", "p99_ms"))
         table.add_row("the question (whole episode)", "", str(q["n"]), str(q["censored"]), s(q["p50_ms"]), s(q["p90_ms"]), s(q["p99_ms"]), "", "")
         for st in q["stages"]:
             past = st.get("share_past_wait")
@@ -530,6 +533,9 @@ def sessions_timing(
             lines.append(f"  no suggested {sug['stage']} wait: {sug['why']}")
         for line in lines:
             out.print(plain(line))
+    if unreached:
+        out.print(plain("  p50/p90/p99 \"-\": fewer callers than that spoke before the rest were cut off "
+                        "(hung up, closed or routed), so the corpus never shows that time"))
     h = data["holds"]
     if h["n"]:
         out.print(plain(f"holds: {h['n']} (p50 {h['p50_ms'] / 1000:.1f}s, p90 {h['p90_ms'] / 1000:.1f}s); "
