@@ -12,6 +12,7 @@ from ladder.flow.text import (
     LexicalMatcher,
     parse_digits,
     parse_number,
+    parse_text,
     parse_yes_no,
     verbatim_passes,
     word_similarity,
@@ -184,3 +185,21 @@ def test_lexical_matching_has_a_threshold_and_an_unclear_result():
     matcher = LexicalMatcher({"wait_request": ("give me a moment", "hold on")}, 0.55)
     assert matcher.match("give me a moment please")[0] == "wait_request"
     assert matcher.match("what's the weather")[0] is None
+
+
+@pytest.mark.parametrize("said, value", [
+    ("it's Biscuit the Second", "Biscuit the Second"),
+    ("um, it is Rover.", "Rover"),
+    ("her name is Bella", "Bella"),
+    ("my dog's name is Max", "Max"),
+    ("we call her Princess Sparkle", "Princess Sparkle"),
+    ("okay so he's called Mister Whiskers", "Mister Whiskers"),
+    ("Itsy Bitsy", "Itsy Bitsy"),  # a name that begins like a lead-in keeps it
+    ("Isolde", "Isolde"),
+    ("it's", "it's"),  # nothing after the lead-in: the turn as said
+    ("  ", None),
+])
+def test_a_free_text_value_is_what_the_caller_named_not_how_they_began(said, value):
+    """The agent reads a text value back ("I heard Biscuit the Second") and the flow
+    stores it: the caller's "it's" and "um" are not part of the name."""
+    assert parse_text(said) == value

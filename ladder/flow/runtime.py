@@ -71,6 +71,7 @@ from .text import (
     mask_digits,
     parse_digits,
     parse_number,
+    parse_text,
     parse_yes_no,
     restarts,
     verbatim_passes,
@@ -436,7 +437,7 @@ class FlowRuntime:
             # a replayed journal: the value as the writer hid it, word for word ("xxxx xxxx"),
             # so what the agent says of it is as long as it was live
             return stand_in.group(1)
-        return text.strip() or None
+        return parse_text(text)
 
     def _fill(self, slot: str, value: Any, turn: str, correction: bool = False) -> None:
         self._remember_secret(slot, value, turn)

@@ -245,6 +245,25 @@ def parse_yes_no(text: str) -> bool | None:
     return yes
 
 
+# what callers put before a free-text value: fillers, then "it's", "his name is", "we call her"
+_FILLERS = re.compile(r"^(?:(?:um+|uh+|erm*|er|so|well|oh|okay|ok|right|sure|yeah|yes)\b[,.!]?\s*)+", re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^(?:(?:it|that)(?:'s| is| was) called|(?:it|that)(?:'s| is)|(?:he|she|it)(?:'s| is) called|they(?:'re| are) called"
+    r"|(?:his|her|their|its|the|my|our) (?:\w+(?:'s|s')? )?name(?:'s| is)|we call (?:him|her|them|it)"
+    r"|(?:he|she|it)(?:'s| is)|call (?:him|her|them|it))\b[,:]?\s+",
+    re.IGNORECASE,
+)
+
+
+def parse_text(text: str) -> str | None:
+    """A free-text value as the caller said it, without what they put before it: "um,
+    it's Biscuit the Second." -> "Biscuit the Second"; "her name is Bella" -> "Bella". What
+    is left when nothing follows the lead-in is the turn as said."""
+    said = " ".join(text.split()).strip()
+    value = _LEAD_IN.sub("", _FILLERS.sub("", said), count=1).strip().rstrip(".!?,;:").strip()
+    return value or said.rstrip(".!?,;:").strip() or None
+
+
 def parse_number(text: str) -> int | None:
     """A whole number, written ("23") or spoken ("twenty three", "two hundred")."""
     total, current, seen = 0, 0, False
