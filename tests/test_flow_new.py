@@ -88,3 +88,13 @@ def test_a_label_with_its_own_your_is_never_said_twice(label, tmp_path):
         assert doubled not in said.lower()
     assert "What is your pet's name?" in said and "I don't have my pet's name" in said
     assert document["slots"]["pet_name"]["label"] == label  # what the designer wrote is kept
+
+
+def test_a_number_is_asked_as_a_choice_and_a_value_as_a_value():
+    def asked(kind: str, label: str) -> str:
+        return scaffold_flow("x", "count", kind, label=label)["stages"][1]["say"]
+
+    assert asked("number", "number of tickets") == "How many tickets would you like?"
+    assert asked("number", "party size") == "What party size would you like?"
+    assert asked("digits", "account number") == "What is your account number?"
+    assert asked("text", "your pet's name") == "What is your pet's name?"

@@ -145,6 +145,14 @@ class FlowRuntime:
         self._masks_digits = any(
             flow.spec.slots[k].type in ("digits", "number") for k in flow.redact_keys if k in flow.spec.slots
         )
+        # the agent's words with a redacted value in them -> the same words with it hidden,
+        # as rendered: a short value ("I heard 4") is found where it was put, not guessed at
+        self._said_values: dict[str, str] = {}
+        # questions whose answer is a redacted value: their Answered effect's value is hidden
+        self._secret_questions = frozenset(
+            stage_id for layer in (flow.main, *flow.overlays) for stage_id, stage in layer.stages.items()
+            if set(stage.collect) & flow.redact_keys
+        )
         self.now: float = 0.0
         self.ladder_inputs: list[tuple[float, Event]] = []
         self.prompt_texts: dict[int, str] = {}  # token -> the text asked of the endpoint
@@ -265,7 +273,8 @@ class FlowRuntime:
         texts = sorted(self.secret_texts, key=len, reverse=True)
         # a copy: only turns the call heard teach the cipher, so replay learns the same
         cipher = dict(self._cipher) if self._masks_digits else None
-        return _redact(record, _Redaction(self.flow.redact_keys, frozenset(self.secret_digits), texts, turns, cipher))
+        return _redact(record, _Redaction(self.flow.redact_keys, frozenset(self.secret_digits), texts, turns, cipher,
+                                          tuple(self._said_values.items()), self._secret_questions))
 
     def redact_heard(self, text: str) -> str:
         """A caller's words as they may leave the call the moment they are heard, before
@@ -885,12 +894,23 @@ class FlowRuntime:
             return " ".join(str(value))
         return str(value)
 
-    def _fill_placeholders(self, text: str) -> str:
-        """`{slot}` replaced by the slot's spoken value; unfilled ones stay (see _render)."""
-        return _PLACEHOLDER.sub(
-            lambda m: self._spoken(m.group(1), self.state[m.group(1)]) if self.state.get(m.group(1)) is not None else m.group(0),
-            text,
-        )
+    def _fill_placeholders(self, text: str, hidden: bool = False, keep: tuple[str, ...] = ()) -> str:
+        """`{slot}` replaced by the slot's spoken value; unfilled ones stay (see _render),
+        and those named in `keep`. `hidden`: a redacted slot's value as the journal shows it."""
+
+        def value(m: re.Match) -> str:
+            name = m.group(1)
+            if name in keep or self.state.get(name) is None:
+                return m.group(0)
+            return REDACTED if hidden and name in self.flow.redact_keys else self._spoken(name, self.state[name])
+
+        filled = _PLACEHOLDER.sub(value, text)
+        if (not hidden and filled != text and not _PLACEHOLDER.fullmatch(text.strip())
+                and any(m.group(1) in self.flow.redact_keys for m in _PLACEHOLDER.finditer(text))):
+            self._said_values[filled] = self._fill_placeholders(text, hidden=True, keep=keep)
+            if len(self._said_values) > 256:
+                del self._said_values[next(iter(self._said_values))]
+        return filled
 
     def _render(self, text: str) -> str:
         """What the agent says: slot values filled in, and a sentence whose placeholder
@@ -900,7 +920,10 @@ class FlowRuntime:
             return filled
         unfilled = sorted({m.group(1) for m in _PLACEHOLDER.finditer(filled)})
         self._trace("placeholder_unfilled", "sentence_left_out", placeholders=unfilled)
-        return drop_placeholders(filled)
+        dropped = drop_placeholders(filled)
+        if filled in self._said_values:
+            self._said_values[dropped] = drop_placeholders(self._said_values[filled])
+        return dropped
 
     def _with_values(self, policy: LadderPolicy) -> LadderPolicy:
         """The question's ladder with slot values in its wording ("{routes}" is the
@@ -910,10 +933,7 @@ class FlowRuntime:
             return policy
 
         def fill(text: str) -> str:
-            return _PLACEHOLDER.sub(
-                lambda m: m.group(0) if m.group(1) in ("routes", "route") else self._fill_placeholders(m.group(0)),
-                text,
-            )
+            return self._fill_placeholders(text, keep=("routes", "route"))
 
         stages = tuple(s.model_copy(update={"prompt": fill(s.prompt)}) if s.prompt else s for s in policy.stages)
         update = {name: fill(text) for name, text in texts.items() if "{" in text}
@@ -974,6 +994,8 @@ class _Redaction:
     texts: list[str]  # values of redacted text slots, longest first
     turns: dict[str, str]  # caller turn -> the stand-in for its words
     cipher: dict[str, str] | None  # digit stand-ins for caller words, when digits are redacted
+    said: tuple[tuple[str, str], ...] = ()  # the agent's words with a value in them -> hidden
+    questions: frozenset[str] = frozenset()  # questions whose answer is a redacted value
 
 
 def _redact(value: Any, r: _Redaction) -> Any:
@@ -985,7 +1007,8 @@ def _redact(value: Any, r: _Redaction) -> Any:
                 out[k] = r.turns[value["turn"]]
             elif k == "text" and caller_words and r.cipher is not None and isinstance(v, str):
                 out[k] = mask_digits(v, r.cipher)
-            elif v is not None and (_sensitive_key(k, r.keys) or (k == "value" and value.get("slot") in r.keys)):
+            elif v is not None and (_sensitive_key(k, r.keys) or (k == "value" and value.get("slot") in r.keys)
+                                    or (k == "value" and value.get("effect") == "Answered" and value.get("question") in r.questions)):
                 out[k] = REDACTED
             else:
                 out[k] = _redact(v, r)
@@ -993,6 +1016,9 @@ def _redact(value: Any, r: _Redaction) -> Any:
     if isinstance(value, (list, tuple)):
         return [_redact(v, r) for v in value]
     if isinstance(value, str):
+        for said, hidden in r.said:
+            if said in value:
+                value = value.replace(said, hidden)
         value = hide_digit_values(value, r.digits, REDACTED)
         for secret in r.texts:
             value = value.replace(secret, REDACTED)

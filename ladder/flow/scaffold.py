@@ -42,6 +42,18 @@ def bare_name(spoken: str) -> str:
     return rest if rest and first.lower() in _DETERMINERS else spoken
 
 
+def _question(slot_type: str, given: str, spoken: str) -> str:
+    """The question as a caller would expect it: a number is a choice to make ("How many
+    tickets would you like?"), the rest a value to give ("What is your pet's name?")."""
+    if slot_type == "yes_no":
+        return f"{given[:1].upper()}{given[1:]}: yes or no?"
+    if slot_type == "number":
+        if spoken.lower().startswith("number of "):
+            return f"How many {spoken[len('number of '):]} would you like?"
+        return f"What {spoken} would you like?"
+    return f"What is your {spoken}?"
+
+
 def scaffold_flow(
     name: str,
     slot: str,
@@ -63,7 +75,7 @@ def scaffold_flow(
         {"id": "greet", "say": "Hello, thanks for calling.", "next": ask},
         {
             "id": ask,
-            "say": f"What is your {spoken}?" if slot_type != "yes_no" else f"{given[:1].upper()}{given[1:]}: yes or no?",
+            "say": _question(slot_type, given, spoken),
             "collect": [slot],
             "repair": {"reprompt_after": 2, "escalate_after": 6, "escalate_to": "close_without"},
         },
