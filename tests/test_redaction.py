@@ -221,7 +221,12 @@ def test_a_text_value_read_back_replays_clean_and_never_leaves_the_call(tmp_path
     assert replay(tmp_path / "take").verdict == "CLEAN", replay(tmp_path / "take").describe()
 
 
-def test_a_short_redacted_number_is_hidden_where_it_was_said_and_replays_clean(tmp_path):
+@pytest.mark.parametrize("said, value, words", [
+    ("four for me and the kids", 4, ("four",)),
+    ("um two hundred and fifty please", 250, ("two", "fifty", "250")),
+    ("seventeen", 17, ("seventeen",)),
+])
+def test_a_short_redacted_number_is_hidden_where_it_was_said_and_replays_clean(tmp_path, said, value, words):
     """A redacted count ("four for me and the kids" -> 4) is too short to hide by search (a
     "4" is in many things), so the agent's words are hidden where the value was put ("I
     heard [redacted]") and the answer's value with them; the caller's words go through the
@@ -233,14 +238,15 @@ def test_a_short_redacted_number_is_hidden_where_it_was_said_and_replays_clean(t
     folder = tmp_path / "tickets"
     session = LiveSession(flow, backend, journal_dir=folder)
     asyncio.run(asyncio.wait_for(rehearse_headless(
-        session, backend.say, lines=iter(["four for me and the kids", "yes"]), write=lambda line: None,
+        session, backend.say, lines=iter([said, "yes"]), write=lambda line: None,
         speaking=lambda: backend.speaking), timeout=30))
-    assert session.runtime.state["ticket_count"] == 4 and session.runtime.state["ticket_count_confirmed"] is True
+    assert session.runtime.state["ticket_count"] == value and session.runtime.state["ticket_count_confirmed"] is True
     records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
-    said = [r["text"] for r in records if r.get("effect") == "RequestPrompt"]
-    assert "I heard [redacted]. Is that right?" in said and not any("4" in text for text in said)
+    spoken = [r["text"] for r in records if r.get("effect") == "RequestPrompt"]
+    assert "I heard [redacted]. Is that right?" in spoken and not any(str(value) in text for text in spoken)
     answers = {r["question"]: r["value"] for r in records if r.get("effect") == "Answered"}
     assert answers == {"ask_ticket_count": "[redacted]", "confirm_ticket_count": "True"}
-    assert all("four" not in r["event"].get("text", "") for r in records if r.get("kind") == "caller_utterance")
+    heard = " ".join(r["event"].get("text", "") for r in records if r.get("kind") == "caller_utterance").lower()
+    assert not any(word in heard for word in words), heard
     result = replay(folder)
     assert result.verdict == "CLEAN", result.describe()

@@ -69,6 +69,7 @@ from .text import (
     digit_answer_evidence,
     hide_digit_values,
     mask_digits,
+    mask_number_words,
     parse_digits,
     parse_number,
     parse_text,
@@ -145,6 +146,9 @@ class FlowRuntime:
         self._masks_digits = any(
             flow.spec.slots[k].type in ("digits", "number") for k in flow.redact_keys if k in flow.spec.slots
         )
+        # a count said in words ("two hundred and fifty"): its tens and teens, as the digits
+        self._number_words: dict[str, str] = {}
+        self._masks_numbers = any(flow.spec.slots[k].type == "number" for k in flow.redact_keys if k in flow.spec.slots)
         # the agent's words with a redacted value in them -> the same words with it hidden,
         # as rendered: a short value ("I heard 4") is found where it was put, not guessed at
         self._said_values: dict[str, str] = {}
@@ -273,8 +277,9 @@ class FlowRuntime:
         texts = sorted(self.secret_texts, key=len, reverse=True)
         # a copy: only turns the call heard teach the cipher, so replay learns the same
         cipher = dict(self._cipher) if self._masks_digits else None
+        number_words = dict(self._number_words) if self._masks_numbers else None
         return _redact(record, _Redaction(self.flow.redact_keys, frozenset(self.secret_digits), texts, turns, cipher,
-                                          tuple(self._said_values.items()), self._secret_questions))
+                                          tuple(self._said_values.items()), self._secret_questions, number_words))
 
     def redact_heard(self, text: str) -> str:
         """A caller's words as they may leave the call the moment they are heard, before
@@ -309,6 +314,8 @@ class FlowRuntime:
     def _learn_digits(self, event: CallerUtterance) -> None:
         if self._masks_digits and event.text:
             mask_digits(event.text, self._cipher)  # the cipher learns this turn's digits
+        if self._masks_numbers and event.text:
+            mask_number_words(event.text, self._number_words)
 
     # -- effects from the silence controller -----------------------------------------
 
@@ -996,6 +1003,7 @@ class _Redaction:
     cipher: dict[str, str] | None  # digit stand-ins for caller words, when digits are redacted
     said: tuple[tuple[str, str], ...] = ()  # the agent's words with a value in them -> hidden
     questions: frozenset[str] = frozenset()  # questions whose answer is a redacted value
+    number_words: dict[str, str] | None = None  # tens and teens stand-ins, when a count is redacted
 
 
 def _redact(value: Any, r: _Redaction) -> Any:
@@ -1007,6 +1015,8 @@ def _redact(value: Any, r: _Redaction) -> Any:
                 out[k] = r.turns[value["turn"]]
             elif k == "text" and caller_words and r.cipher is not None and isinstance(v, str):
                 out[k] = mask_digits(v, r.cipher)
+                if r.number_words is not None:
+                    out[k] = mask_number_words(out[k], r.number_words)
             elif v is not None and (_sensitive_key(k, r.keys) or (k == "value" and value.get("slot") in r.keys)
                                     or (k == "value" and value.get("effect") == "Answered" and value.get("question") in r.questions)):
                 out[k] = REDACTED

@@ -188,6 +188,27 @@ def mask_digits(text: str, cipher: dict[str, str]) -> str:
     return "".join(out)
 
 
+_NUMBER_WORD = re.compile(r"\b(" + "|".join([*_TENS, *_TEENS]) + r")\b", re.IGNORECASE)
+
+
+def mask_number_words(text: str, cipher: dict[str, str]) -> str:
+    """`text` with each tens and teens word ("fifty", "fifteen") replaced through `cipher`
+    by another of its kind, the first seen by the first of the kind ("fifty" -> "twenty",
+    "fifteen" -> "ten"): with `mask_digits`, a count said in words ("two hundred and
+    fifty") does not leave the call, and `parse_number` still reads a number, distinct
+    numbers staying distinct. Digit words are `mask_digits`'s. The cipher is updated in place."""
+
+    def stand_in(m: re.Match) -> str:
+        word = m.group(1).lower()
+        if word not in cipher:
+            kind = list(_TENS) if word in _TENS else list(_TEENS)
+            used = sum(1 for w in cipher if (w in _TENS) == (word in _TENS))
+            cipher[word] = kind[used % len(kind)]
+        return cipher[word]
+
+    return _NUMBER_WORD.sub(stand_in, text)
+
+
 def _mask_word(word: str, digits: str | None, cipher: dict[str, str]) -> str:
     """`word` as the parser reads it (`digits`, from `_readings`), through the cipher."""
     if digits is None:
