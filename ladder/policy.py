@@ -190,20 +190,27 @@ def default_reset_table() -> dict[str, ResetRule]:
 
 def default_stages(
     yes_no: bool = False, go_on: tuple[str, ...] = ("go_on_without",), repeat: tuple[str, ...] = ("repeat",),
-    choose: bool = False,
+    value: str = "find",
 ) -> tuple[Stage, ...]:
     """The default ladder. Its wording names no flow's things: `{slot}` is the pending
     value's spoken name, `{routes}` the offers of the routes available then. A flow gives
     its own routes for going on without the value (`go_on`) and for repeating the
     question; with neither, the alternative stage waits quietly. A yes/no question gets
-    wording about a yes or a no; a choice to make (`choose`: how many, which day) about
-    deciding, not about having something to hand."""
-    if choose and not yes_no:
+    wording about a yes or a no; the rest wording for the kind of `value` asked for: one
+    to find ("find": a number on a card, "to hand"), a choice to make ("choose": how many,
+    which day, "decide") or something the caller knows ("know": a name, "not sure of")."""
+    if value == "choose" and not yes_no:
         check = "Take your time. Would you like more time to decide, or shall I repeat the question?"
         alternative = (
             "If you're not sure yet, {routes}." if go_on else "If you'd like, {routes}." if repeat else None
         )
         close = "I didn't get {slot}, so I'll end the call here. You can call back whenever you've decided."
+    elif value == "know" and not yes_no:
+        check = "Take your time. Would you like more time, or shall I repeat the question?"
+        alternative = (
+            "If you're not sure of {slot}, {routes}." if go_on else "If you'd like, {routes}." if repeat else None
+        )
+        close = "I haven't received {slot}, so I'll end the call here. You can call back whenever you're ready."
     elif yes_no:
         check = "Take your time. Please say yes or no."
         alternative = "If you're not sure, {routes}." if repeat else None

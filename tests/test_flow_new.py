@@ -31,7 +31,7 @@ def test_the_command_writes_the_flow_and_its_scenario_which_pass(tmp_path):
                   "--type", "digits", "--min-length", "6", "--max-length", "7")
     assert result.returncode == 0, result.stderr
     flow = json.loads((tmp_path / "refill.json").read_text())
-    assert flow["slots"]["prescription_number"] == {"type": "digits", "label": "prescription number",
+    assert flow["slots"]["prescription_number"] == {"type": "digits", "label": "prescription number", "kind": "find",
                                                     "min_length": 6, "max_length": 7}
     assert lull("flow", "check", str(tmp_path / "refill.json")).returncode == 0
     simulated = lull("simulate", str(tmp_path / "refill.scenario.json"))
@@ -71,7 +71,7 @@ def test_at_a_terminal_what_is_not_given_is_asked_for(tmp_path):
     os.close(leader)
     assert proc.returncode == 0, stderr.decode()
     flow = json.loads((tmp_path / "asked.json").read_text())
-    assert flow["slots"]["member_id"] == {"type": "digits", "label": "member id", "min_length": 5, "max_length": 9}
+    assert flow["slots"]["member_id"] == {"type": "digits", "label": "member id", "kind": "find", "min_length": 5, "max_length": 9}
 
 
 @pytest.mark.parametrize("label", ["your pet's name", "the pet's name", "pet's name"])
@@ -98,3 +98,44 @@ def test_a_number_is_asked_as_a_choice_and_a_value_as_a_value():
     assert asked("number", "party size") == "What party size would you like?"
     assert asked("digits", "account number") == "What is your account number?"
     assert asked("text", "your pet's name") == "What is your pet's name?"
+
+
+def _silent_wording(document: dict, stage: str) -> list[str]:
+    report = check_data(document, "flow.json")
+    assert report.flow is not None and report.problems == [], [p.line() for p in report.problems]
+    ladder = report.flow.policy_for(stage, None)
+    return [(s.prompt or "").replace("{slot}", ladder.slot) for s in ladder.stages if s.prompt]
+
+
+def test_the_ladder_speaks_of_what_the_question_asks_for():
+    """A name is known, not found ("to hand"); a day is chosen; a code is found. The slot's
+    kind (written by `flow new`, or set by hand) picks the wording and the phrases."""
+    from ladder.flow.shared_intents import flow_intents
+
+    pet = scaffold_flow("vet", "pet_name", "text", label="pet's name")
+    assert pet["slots"]["pet_name"]["kind"] == "know"
+    said = " ".join(_silent_wording(pet, "ask_pet_name"))
+    assert "If you're not sure of your pet's name" in said and "whenever you're ready" in said and "to hand" not in said
+    report = check_data(pet, "vet.json")
+    assert "I can't remember the pet's name" in flow_intents(report.flow.spec)["route:go_on"]
+
+    day = scaffold_flow("visit", "visit_day", "text", label="day of the visit", kind="choose")
+    said = " ".join(_silent_wording(day, "ask_visit_day"))
+    assert "more time to decide" in said and "whenever you've decided" in said and "to hand" not in said
+
+    code = scaffold_flow("refill", "prescription_number", "digits", label="prescription number")
+    assert code["slots"]["prescription_number"]["kind"] == "find"
+    assert "If you don't have your prescription number to hand" in " ".join(_silent_wording(code, "ask_prescription_number"))
+
+    unset = scaffold_flow("vet", "pet_name", "text", label="pet's name")
+    del unset["slots"]["pet_name"]["kind"]  # a flow written before kinds: text is found, as it was
+    assert "to hand" in " ".join(_silent_wording(unset, "ask_pet_name"))
+
+
+def test_flow_new_takes_a_kind_and_refuses_one_it_does_not_know(tmp_path):
+    result = lull("flow", "new", str(tmp_path / "day.json"), "--slot", "visit_day", "--type", "text", "--kind", "choose")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "day.json").read_text())["slots"]["visit_day"]["kind"] == "choose"
+    bad = lull("flow", "new", str(tmp_path / "x.json"), "--slot", "a", "--type", "text", "--kind", "maybe")
+    assert bad.returncode == 2 and "--kind 'maybe': expected find, choose or know" in bad.stderr
+    assert not (tmp_path / "x.json").exists()

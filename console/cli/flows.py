@@ -96,6 +96,11 @@ def flow_new(
     label: Annotated[
         str | None, typer.Option("--label", help="How the agent says the slot (\"prescription number\"); its id in words if unset.")
     ] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="What the question asks for: find (a number on a card), choose (how many, "
+                                 "which day) or know (a name); the ladder's wording follows it. Default: digits find, "
+                                 "number choose, text know.")
+    ] = None,
 ) -> None:
     """Start a flow of your own: one question for one slot, its read-back, a route to go
     on without it, closes that say what is true; plus a scenario that rehearses it.
@@ -144,12 +149,16 @@ def flow_new(
             fail(f"--max-length {max_length} is below --min-length {min_length}, so no answer could fit both")
     elif min_length is not None or max_length is not None:
         fail(f"--min-length and --max-length are for digits; a {slot_type} slot has no length")
+    if kind is not None and kind not in ("find", "choose", "know"):
+        fail(f"--kind {kind!r}: expected find, choose or know")
+    if kind is not None and slot_type == "yes_no":
+        fail("--kind is for a value; a yes_no slot asks for a yes or a no")
     if label is not None and not label.strip():
         fail("--label is empty; expected how the agent says the slot, like \"prescription number\"")
     name = "".join(c if c.isalnum() or c in "_-" else "_" for c in file.stem) or "my_flow"
     if not name[0].isalpha():
         name = f"flow_{name}"
-    document = scaffold_flow(name, slot, slot_type, min_length, max_length, label and label.strip())  # type: ignore[arg-type]
+    document = scaffold_flow(name, slot, slot_type, min_length, max_length, label and label.strip(), kind)  # type: ignore[arg-type]
     scenario = scaffold_scenario(document, file.name)
     from sessions.flowfiles import check_data
 

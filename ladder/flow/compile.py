@@ -136,10 +136,11 @@ def _spoken_value(names: list[str]) -> str:
 
 
 def _default_ladder(spec: FlowSpec, yes_no: bool = False, ladder_defaults: int = LADDER_DEFAULTS,
-                    choose: bool = False) -> dict:
+                    value: str = "find") -> dict:
     """The default ladder's stages and routes for this flow: its alternative route offers
     the flow's own go-on-without routes (and its repeat routes), else only a repeat.
-    `choose`: the question is a choice to make (how many, which day), not a value to find."""
+    `value`: what the question asks for (`shared_intents.slot_kind`): a value to find, a
+    choice to make (how many, which day) or something the caller knows (a name)."""
     if spec.routes and ladder_defaults >= 3:
         routes = with_roles(spec.routes, read_route_roles(spec))
     else:
@@ -147,7 +148,7 @@ def _default_ladder(spec: FlowSpec, yes_no: bool = False, ladder_defaults: int =
     go_on = tuple(r.id for r in routes if route_role(r) == "go_on_without")
     repeat = tuple(r.id for r in routes if route_role(r) == "repeat")
     stages = default_stages(yes_no=yes_no, go_on=() if yes_no else go_on, repeat=repeat,
-                            choose=choose and ladder_defaults >= 3)
+                            value=value if ladder_defaults >= 3 else "find")
     data = {"stages": [s.model_dump(mode="json", exclude_defaults=True) | {"name": s.name, "wait_ms": s.wait_ms} for s in stages]}
     if not spec.routes:
         data["routes"] = [r.model_dump(mode="json") for r in routes]
@@ -223,17 +224,19 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
                 defaults_apply = bool(stage.collect) and "stages" not in spec.ladder and ladder_defaults != 1
                 yes_no = defaults_apply and all(
                     spec.slots[c].type == "yes_no" for c in stage.collect if c in spec.slots)
-                # a choice to make (how many, which day) gets wording about choosing
-                choose = defaults_apply and not yes_no and ladder_defaults >= 3 and all(
-                    slot_kind(spec.slots[c]) == "choose" for c in stage.collect if c in spec.slots)
+                # a choice to make (how many, which day) gets wording about choosing, a
+                # value the caller knows (a name) wording about being sure of it
+                kinds = {slot_kind(spec.slots[c]) for c in stage.collect if c in spec.slots}
+                value = kinds.pop() if defaults_apply and not yes_no and ladder_defaults >= 3 and len(kinds) == 1 else "find"
                 own = stage.ladder
-                if not own and not yes_no and not choose:
+                if not own and not yes_no and value == "find":
                     continue
-                kind = {"yes_no": yes_no, "choose": choose}
-                base = flow_ladder if not (yes_no or choose) else {
+                kind = {"yes_no": yes_no, "value": value}
+                plain = not yes_no and value == "find"
+                base = flow_ladder if plain else {
                     **flow_ladder, **_default_ladder(spec, ladder_defaults=ladder_defaults, **kind)}
                 path = (*layer.path, index, "ladder")
-                base_policy = ladder if not (yes_no or choose) else _ladder_policy(base, spec.routes, ("ladder",), diags)
+                base_policy = ladder if plain else _ladder_policy(base, spec.routes, ("ladder",), diags)
                 if base_policy is None:
                     continue
                 merged = _stage_ladder(base, own, base_policy, path, diags)

@@ -27,6 +27,10 @@ _INTENTS = {
 }
 
 
+# what each type of slot usually asks for (ladder.flow.spec.Slot.kind)
+DEFAULT_KINDS = {"digits": "find", "number": "choose", "text": "know"}
+
+
 def words(slot_id: str) -> str:
     return slot_id.replace("_", " ")
 
@@ -61,11 +65,16 @@ def scaffold_flow(
     min_length: int | None = None,
     max_length: int | None = None,
     label: str | None = None,
+    kind: str | None = None,
 ) -> dict:
     """A flow document that asks for `slot`, reads it back and ends; it passes
-    `lull flow check` as written."""
+    `lull flow check` as written. `kind` (find, choose, know) is written into the slot
+    for the designer to see; unset, a number is a choice, text something the caller
+    knows (a name) and digits a value to find."""
     given = label or words(slot)
     slot_spec: dict = {"type": slot_type, "label": given}
+    if slot_type != "yes_no":
+        slot_spec["kind"] = kind or DEFAULT_KINDS[slot_type]
     spoken = bare_name(given)  # the wording below says "your", "my" or "the" itself
     if slot_type == "digits":
         slot_spec["min_length"] = min_length or 4
@@ -161,4 +170,4 @@ def scaffold_scenario(flow: dict, flow_ref: str) -> dict:
     }
 
 
-__all__ = ["SLOT_ID", "SlotType", "scaffold_flow", "scaffold_scenario"]
+__all__ = ["DEFAULT_KINDS", "SLOT_ID", "SlotType", "scaffold_flow", "scaffold_scenario"]

@@ -271,6 +271,13 @@ CHOOSE_TEMPLATES = {
     "repeat_request": ("which {n}", "what {n}", "sorry the {n}", "the {n} for what"),
     "go_on_without": ("I don't know the {n} yet", "I'm not sure about the {n}", "I can't decide the {n} yet"),
 }
+KNOW_TEMPLATES = {
+    "wait_request": ("let me think what the {n} is", "hold on I'll remember the {n}", "one moment I'll check the {n}"),
+    "ready": ("I remember the {n} now", "I've got the {n} now", "okay I know the {n}"),
+    "repeat_request": ("which {n}", "what {n}", "sorry the {n}", "my {n}"),
+    "go_on_without": ("I can't remember the {n}", "I'm not sure of the {n}", "I don't know the {n}"),
+}
+TEMPLATES = {"find": FIND_TEMPLATES, "choose": CHOOSE_TEMPLATES, "know": KNOW_TEMPLATES}
 _ARTICLES = ("the ", "your ", "my ", "a ", "an ")
 
 
@@ -292,12 +299,13 @@ def value_names(slot) -> tuple[str, ...]:
 
 def question_phrases(spec, routes_by_role: dict[str, str]) -> dict[str, tuple[str, ...]]:
     """The templates filled with the flow's value names, under the flow's intent names;
-    a slot of kind "choose" (how many, which day) takes the choosing ones."""
+    a slot of kind "choose" (how many, which day) takes the choosing ones, "know" (a
+    name) the remembering ones."""
     out: dict[str, list[str]] = {}
     for slot in spec.slots.values():
         if slot.type == "yes_no":
             continue
-        templates = CHOOSE_TEMPLATES if slot_kind(slot) == "choose" else FIND_TEMPLATES
+        templates = TEMPLATES[slot_kind(slot)]
         names = value_names(slot)
         for intent, texts in templates.items():
             target = routes_by_role.get(intent) if intent == "go_on_without" else intent
@@ -308,8 +316,9 @@ def question_phrases(spec, routes_by_role: dict[str, str]) -> dict[str, tuple[st
 
 
 def slot_kind(slot) -> str:
-    """A value to find ("find": a number on a card) or a choice to make ("choose": how
-    many, which day): the slot's `kind`, else a number is chosen and the rest found."""
+    """A value to find ("find": a number on a card), a choice to make ("choose": how many,
+    which day) or something the caller knows ("know": a name): the slot's `kind`, else a
+    number is chosen and the rest found."""
     kind = getattr(slot, "kind", None)
     if kind is not None:
         return kind

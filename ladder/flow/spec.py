@@ -93,6 +93,11 @@ class Slot(_Spec):
     # wording that names this slot's question besides its id's words ("the code"), for
     # the prompt lint: per-question ladders and honest closes
     mentions: tuple[str, ...] = ()
+    # what the question asks for, for the default ladder's wording and the phrases callers
+    # are expected to say: a value to find ("find": a number on a card, "to hand"), a
+    # choice to make ("choose": how many, which day) or something the caller knows
+    # ("know": a name); unset, a number is chosen and the rest found
+    kind: Literal["find", "choose", "know"] | None = None
 
     @field_validator("max_length")
     @classmethod
