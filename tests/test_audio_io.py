@@ -324,10 +324,13 @@ def test_interrupt_stops_a_prompt_at_once(pulse_lab, tmp_path):
 
     played_before_interrupt = asked - t["started", 2]
     # what the speaker wrote to the device, sample-exact: the 900 Hz tone stops at the
-    # first callback after the interrupt (the device's pre-fill of output latency rides on it)
+    # first callback after the interrupt (the device's pre-fill of output latency rides on
+    # it). No more than that was written; less may be, when a loaded machine starved the
+    # callbacks (seen in CI: 280 ms written over 421 ms), so only the upper bound is strict
     played, _ = speaker.played_audio()
     p0, p1 = span_ms(tone_spans(played, speaker.device_samplerate, [600.0, 900.0, 1200.0]), 900.0)
-    assert -40 < (p1 - p0) - played_before_interrupt < speaker.output_latency_ms + 60, "the speaker stops at once"
+    assert (p1 - p0) - played_before_interrupt < speaker.output_latency_ms + 60, "the speaker stops at once"
+    assert p1 - p0 > 150, "the tone played until the interrupt"
 
     # the recording runs through PulseAudio's scheduler and stretches under CPU load (a
     # 400 ms span captured as 720 ms beside two busy loops): it checks the tone was cut,
