@@ -340,3 +340,22 @@ async def test_an_incident_pressed_after_a_turn_waiting_for_the_matcher_comes_af
                 break
     assert "caller_utterance" in inputs and "transport_failed" in inputs, inputs
     assert inputs.index("caller_utterance") < inputs.index("transport_failed"), inputs
+
+
+@run_async
+async def test_ctrl_a_selects_the_whole_prompt_so_typing_replaces_it(tmp_path):
+    app, backend, clock = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await pilot.pause()
+        editor = app.screen
+        editor.select(next(i for i in editor.items if i.key == "ladder:gentle_check"))
+        box = editor.query_one("#prompt-text")
+        box.focus()
+        await pilot.pause()
+        assert box.text.strip()  # there was wording to replace
+        await pilot.press("ctrl+a", *"No rush.")
+        await pilot.pause()
+        assert box.text == "No rush."
+        await pilot.press("home", "X")  # home still goes to the line's start
+        assert box.text == "XNo rush."

@@ -139,3 +139,24 @@ def test_flow_new_takes_a_kind_and_refuses_one_it_does_not_know(tmp_path):
     bad = lull("flow", "new", str(tmp_path / "x.json"), "--slot", "a", "--type", "text", "--kind", "maybe")
     assert bad.returncode == 2 and "--kind 'maybe': expected find, choose or know" in bad.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize("kind, slot_type, kept", [
+    ("choose", "number", "whenever you've decided"),
+    ("know", "text", "whenever you're ready"),
+])
+def test_editing_one_reminder_keeps_the_others_wording_for_the_kind_of_question(kind, slot_type, kept):
+    """The prompts screen shows the flow's ladder and an edit copies its other stages into
+    the file: on a flow whose question is a choice (or a name), they are that question's
+    wording, so editing the alternative route leaves the close saying what it said."""
+    from console.prompts import edited_data, prompt_items
+
+    document = scaffold_flow("f", "value", slot_type, label="value")
+    flow = check_data(document, "f.json").flow
+    shown = {item.key: item.text for item in prompt_items(flow)}
+    assert kept in shown["ladder:safe_close"]  # what the screen offers to edit is what is said
+    edited = edited_data(document, {("ladder", "stages", 2, "prompt"): "If you are unsure, {routes}."}, flow)
+    report = check_data(edited, "f.json")
+    assert report.flow is not None and report.problems == []
+    said = [s.prompt or "" for s in report.flow.policy_for("ask_value", None).stages]
+    assert said[2] == "If you are unsure, {routes}." and kept in said[3]

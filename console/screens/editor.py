@@ -36,9 +36,14 @@ from ..widgets.footer import FittingFooter
 
 class WordingArea(TextArea):
     """The wording box: the screen's function keys stay the screen's (TextArea binds
-    F6 and F7 to selections)."""
+    F6 and F7 to selections), and ctrl+a selects the whole prompt, so typing replaces it
+    (TextArea's ctrl+a goes to the line's start; home still does)."""
 
-    BINDINGS = [b for b in TextArea.BINDINGS if getattr(b, "key", "") not in ("f6", "f7")]
+    BINDINGS = [
+        *(b for b in TextArea.BINDINGS if getattr(b, "key", "") not in ("f6", "f7", "home,ctrl+a")),
+        Binding("home", "cursor_line_start", "Line start", show=False),
+        Binding("ctrl+a", "select_all", "Select all", id="select_all", show=False),
+    ]
 
 
 class EditorScreen(Screen):

@@ -35,7 +35,7 @@ WORDS = [
      "the caller's turns (▒) and tools (≈). │ marks now (or the cursor in the sessions screen)."),
     ("Why", "Choose a line of the event log (arrow keys, then enter, or a click): the why panel shows "
      "the rule behind that move, the input that led to it and the timer it came from."),
-    ("Edits", "In the prompts screen (F2): F5 applies an edit to the running call, F6 saves it into the "
+    ("Edits", "In the prompts screen (F2): ctrl+a selects the whole prompt (type to replace it), F5 applies an edit to the running call, F6 saves it into the "
      "flow file (only the edited value changes), F7 reverts to the file's wording and then to the "
      "shipped one. Waits and the hold and episode bounds are edited the same way. ctrl+r restarts "
      "the call with every applied edit, so edit, apply, hear it again is a loop."),

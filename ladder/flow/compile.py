@@ -155,6 +155,14 @@ def _default_ladder(spec: FlowSpec, yes_no: bool = False, ladder_defaults: int =
     return data
 
 
+def _questions_kind(spec: FlowSpec) -> str:
+    """The kind of value every question that is not a yes/no asks for (`slot_kind`),
+    when they agree; else "find"."""
+    kinds = {slot_kind(slot) for stage in spec.stages for c in stage.collect
+             if (slot := spec.slots.get(c)) is not None and slot.type != "yes_no"}
+    return kinds.pop() if len(kinds) == 1 else "find"
+
+
 def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> CompiledFlow:
     """Check and lower `spec`. `ladder_defaults` 1 replays a journal recorded under the old
     defaults (their wording predates the lint's rule against naming another flow's things)."""
@@ -213,7 +221,10 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
     elif ladder_defaults == 2:
         flow_ladder = {**LADDER_DEFAULTS_V2, **_default_ladder(spec, ladder_defaults=2), **spec.ladder}
     else:
-        flow_ladder = {**_default_ladder(spec), **spec.ladder}
+        # the flow's own ladder speaks as its questions do when they all ask for one kind
+        # of value: it is what the prompts screen shows, and an edit of one of its stages
+        # copies the others from it (console.prompts), so they keep their wording
+        flow_ladder = {**_default_ladder(spec, value=_questions_kind(spec)), **spec.ladder}
     ladder = _ladder_policy(flow_ladder, spec.routes, ("ladder",), diags)
     stage_policies: dict[str, LadderPolicy] = {}
     if ladder is not None:
