@@ -160,3 +160,12 @@ def test_editing_one_reminder_keeps_the_others_wording_for_the_kind_of_question(
     assert report.flow is not None and report.problems == []
     said = [s.prompt or "" for s in report.flow.policy_for("ask_value", None).stages]
     assert said[2] == "If you are unsure, {routes}." and kept in said[3]
+
+
+def test_a_kind_on_a_yes_no_slot_is_flagged_and_removing_it_as_advised_clears_it():
+    document = scaffold_flow("vet", "pet_name", "text", label="pet's name")
+    document["slots"]["pet_name_confirmed"]["kind"] = "choose"
+    warned = [p for p in check_data(document, "vet.json").problems if "changes nothing" in p.message]
+    assert len(warned) == 1 and "remove 'kind'" in warned[0].message and warned[0].severity == "warning"
+    del document["slots"]["pet_name_confirmed"]["kind"]  # the advice, followed
+    assert check_data(document, "vet.json").problems == []

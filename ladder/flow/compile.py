@@ -212,6 +212,12 @@ def compile_flow(spec: FlowSpec, ladder_defaults: int = LADDER_DEFAULTS) -> Comp
                     ("slots", slot_id),
                     f"slot {slot_id!r} has no 'label', so the agent calls it \u201c{id_in_words(slot_id)}\u201d; "
                     f"give it a \"label\" a caller would say (\"prescription number\")", "warning"))
+    for slot_id, slot in spec.slots.items():
+        if slot.kind is not None and slot.type == "yes_no":
+            diags.append(Diagnostic(
+                ("slots", slot_id, "kind"),
+                f"slot {slot_id!r} is a yes/no, so its 'kind' ({slot.kind!r}) changes nothing: its ladder speaks "
+                "of a yes or a no; remove 'kind' (it is for a value to find, a choice or a name)", "warning"))
     for i, route in enumerate(spec.routes):
         reading = readings.get(route.id)
         if reading is not None and reading.warning:
