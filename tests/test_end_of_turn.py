@@ -268,7 +268,7 @@ def test_a_livekit_caller_pausing_between_digits_gives_one_answer(tmp_path):
     records = [json.loads(line) for line in (tmp_path / "call" / "journal.jsonl").read_text().splitlines()]
     notes = [r for r in records if r.get("effect") == "Observation" and r.get("kind") == "end_of_turn"]
     assert [(n["decision"], n["reason"]) for n in notes] == [("hold_open", "partial_value"), ("end_now", "complete_value")]
-    assert not any("4821" in json.dumps(r) or "four eight" in json.dumps(r) for r in records)
+    assert not any("4821" in json.dumps(r) or "four eight" in json.dumps(r) for r in records), [r for r in records if "4821" in json.dumps(r) or "four eight" in json.dumps(r)]
     result = replay(tmp_path / "call")
     assert result.verdict == "CLEAN", result.describe()
 
