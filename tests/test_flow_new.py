@@ -71,7 +71,7 @@ def test_at_a_terminal_what_is_not_given_is_asked_for(tmp_path):
     os.close(leader)
     assert proc.returncode == 0, stderr.decode()
     flow = json.loads((tmp_path / "asked.json").read_text())
-    assert flow["slots"]["member_id"] == {"type": "digits", "label": "member id", "kind": "find", "min_length": 5, "max_length": 9}
+    assert flow["slots"]["member_id"] == {"type": "digits", "label": "member I D", "kind": "find", "min_length": 5, "max_length": 9}
 
 
 @pytest.mark.parametrize("label", ["your pet's name", "the pet's name", "pet's name"])
@@ -88,6 +88,20 @@ def test_a_label_with_its_own_your_is_never_said_twice(label, tmp_path):
         assert doubled not in said.lower()
     assert "What is your pet's name?" in said and "I don't have my pet's name" in said
     assert document["slots"]["pet_name"]["label"] == label  # what the designer wrote is kept
+
+
+def test_an_abbreviated_slot_id_is_spoken_in_full_words(tmp_path):
+    # "card_no" said as the id reads is "What is your card no?": heard as "card, no"
+    result = lull("flow", "new", str(tmp_path / "library.json"), "--slot", "card_no", "--type", "digits",
+                  "--min-length", "8", "--max-length", "8")
+    assert result.returncode == 0, result.stderr
+    assert 'the agent says card_no as "card number"' in result.stdout
+    flow = json.loads((tmp_path / "library.json").read_text())
+    assert flow["slots"]["card_no"]["label"] == "card number"
+    assert flow["stages"][1]["say"] == "What is your card number?"
+    assert " no " not in json.dumps(flow).replace("card_no", "") and "card no" not in json.dumps(flow)
+    assert scaffold_flow("x", "nhs_no", "digits")["slots"]["nhs_no"]["label"] == "N H S number"
+    assert scaffold_flow("x", "pet_name", "text")["slots"]["pet_name"]["label"] == "pet name"
 
 
 def test_a_number_is_asked_as_a_choice_and_a_value_as_a_value():

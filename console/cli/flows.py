@@ -168,6 +168,10 @@ def flow_new(
     write_new_file("FILE", file, (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode())
     write_new_file("scenario", scenario_path, (json.dumps(scenario, indent=2, ensure_ascii=False) + "\n").encode())
     out.print(Text(f"wrote {file} (flow {name!r}: asks for {slot}, {slot_type}) and {scenario_path}"), highlight=False, soft_wrap=True)
+    if label is None and slot_type != "yes_no":
+        spoken = document["slots"][slot]["label"]
+        out.print(Text(f"the agent says {slot} as \"{spoken}\" (its label; --label or the file sets your own)"),
+                  highlight=False, soft_wrap=True)
     out.print(Text(f"next: lull flow check {file}; lull simulate {scenario_path}; lull rehearse {file}"), highlight=False, soft_wrap=True)
 
 

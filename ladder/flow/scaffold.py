@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from .slot_words import id_in_words
+
 SlotType = Literal["digits", "number", "text", "yes_no"]
 SLOT_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -32,7 +34,9 @@ DEFAULT_KINDS = {"digits": "find", "number": "choose", "text": "know"}
 
 
 def words(slot_id: str) -> str:
-    return slot_id.replace("_", " ")
+    """The id as a listener would understand it: "card_no" is spoken "card number", not
+    "card no" (slot_words.ABBREVIATIONS), as the compiler speaks a slot with no label."""
+    return id_in_words(slot_id)
 
 
 _DETERMINERS = ("your", "my", "the", "a", "an", "this", "that")
