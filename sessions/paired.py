@@ -14,7 +14,7 @@ from ladder import Controller, LadderPolicy, event_from_dict
 from ladder.flow.runtime import FlowRuntime
 
 from .replay import build_core, read_session, session_steps
-from .virtual import Playback, ToolPlan, VirtualCall
+from .virtual import AFTER_ENDPOINT, SCRIPTED, Playback, ToolPlan, VirtualCall
 
 # the endpoint's reports belong to the prompts of the recorded run: a paired run gets its
 # own, simulated with the durations the recording measured for the same wording
@@ -92,16 +92,24 @@ def measured_playback(decisions: list[tuple[float, dict]]) -> dict[str, tuple[fl
     estimate, or an unedited replay would lose interruptions the caller really made.
     """
     texts, requested, started, out, at_least = {}, {}, {}, {}, {}
+    ready: dict = {}  # token -> when the loudspeaker was free for it
+    speaking_until = 0.0  # when the audio started before ended: a prompt queued behind it waits
     for t_ms, record in decisions:
         if record.get("effect") == "RequestPrompt":
             texts[record["token"]] = record["text"]
             requested[record["token"]] = t_ms
         elif record.get("kind") == "prompt_started":
-            started[record.get("token")] = t_ms
+            token = record.get("token")
+            started[token] = t_ms
+            # the start delay from when the loudspeaker was free, not from the request:
+            # the paired run queues prompts itself, and would count the queue twice
+            if token in requested:
+                ready[token] = max(requested[token], min(speaking_until, t_ms))
         elif record.get("kind") in ("prompt_completed", "prompt_interrupted") and record.get("token") in started:
             token = record["token"]
+            speaking_until = max(speaking_until, t_ms)
             if token in texts:
-                measured = (started[token] - requested[token], t_ms - started[token])
+                measured = (started[token] - ready[token], t_ms - started[token])
                 if record["kind"] == "prompt_completed":
                     out[texts[token]] = measured
                 else:
@@ -150,16 +158,35 @@ def paired_run(path: Path, *, flow=None, policy: LadderPolicy | None = None) -> 
         core = FlowRuntime(flow)
     else:
         core = build_core(journal)
-    call = VirtualCall(core, Playback(mode="auto", measured=measured_playback(recorded)),
-                       tools_by_call=recorded_tools(steps.steps))
+    measured = measured_playback(recorded)
+    # a prompt the recording never measured (cut before it started) starts as the
+    # recording's prompts did, not after Playback's generic delay: started sooner, the
+    # caller who spoke over its queueing would be heard interrupting it
+    delays = sorted(delay for delay, _ in measured.values())
+    playback = Playback(mode="auto", measured=measured, **({"start_delay_ms": delays[len(delays) // 2]} if delays else {}))
+    redact = getattr(core, "redact", None)
+    call = VirtualCall(core, playback, tools_by_call=recorded_tools(steps.steps),
+                       measured_key=None if redact is None else (lambda text: redact({"text": text})["text"]))
     last = 0.0
+    endpoint_at = None  # the time of the latest endpoint report the recording holds
     for step in steps.steps:
         record = step.input
-        if record is not None and record["kind"] not in ENDPOINT_KINDS and record["kind"] != TOOL_RESULT:
-            call.push(record["t_ms"], event_from_dict(record["event"]))
+        if record is None:
+            continue
+        if record["kind"] in ENDPOINT_KINDS:
+            endpoint_at = record["t_ms"]
+        elif record["kind"] != TOOL_RESULT:
+            order = AFTER_ENDPOINT if record["t_ms"] == endpoint_at else SCRIPTED
+            call.push(record["t_ms"], event_from_dict(record["event"]), order)
             last = record["t_ms"]
     ladder = getattr(core, "ladder", core)
-    call.run_until(last + ladder.policy.episode_ms)  # let the other policy's timers play out
+    if steps.stopped is None and any(r.get("effect") == "SessionClosed" for _, r in recorded):
+        call.run_until(last + ladder.policy.episode_ms)  # let the other policy's timers play out
+    else:
+        # the recording stops mid-call (damage, or a process killed): what it would show
+        # after that is unknown, so the other policy runs to the same moment, no further;
+        # played out, an unedited flow would "close" every such call the recording left open
+        call.run_until(max([last, *(t for t, _ in recorded)]))
     produced = [(r.get("at", 0.0), r) for r in call.records]
     return PairedRun(recorded, produced, steps.stopped)
 

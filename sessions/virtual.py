@@ -10,6 +10,7 @@ before the timer that would race it.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -35,6 +36,9 @@ from ladder.events import ToolResult
 from .journal import JournalWriter
 
 SCRIPTED, ENDPOINT = 0, 1  # ordering of items queued at the same virtual time
+# paired replay: a recorded input that came just after the endpoint's report of the same
+# millisecond (a simulated caller who speaks the moment a prompt ends) stays after it
+AFTER_ENDPOINT = 2
 
 
 class Playback(BaseModel):
@@ -98,8 +102,12 @@ class VirtualCall:
         tools: dict[str, ToolPlan] | None = None,
         scripted: Any = None,
         tools_by_call: dict[str, ToolPlan] | None = None,
+        measured_key: Callable[[str], str] | None = None,
     ) -> None:
         self.core = core
+        # paired replay: a prompt's words as the recording holds them (redacted), so a
+        # read-back of a secret finds the duration the recording measured for it
+        self.measured_key = measured_key
         # turns a scripted item that is not an Event (an incident step) into an event
         self.scripted = scripted
         self.playback = playback
@@ -199,9 +207,10 @@ class VirtualCall:
 
     def _simulate_endpoint(self, prompt: RequestPrompt) -> None:
         pb = self.playback
-        delay, duration = pb.measured.get(
-            prompt.text, (pb.start_delay_ms, max(1, len(prompt.text.split())) * pb.ms_per_word)
-        )
+        found = pb.measured.get(prompt.text)
+        if found is None and pb.measured and self.measured_key is not None:
+            found = pb.measured.get(self.measured_key(prompt.text))
+        delay, duration = found or (pb.start_delay_ms, max(1, len(prompt.text.split())) * pb.ms_per_word)
         self.in_flight.add(prompt.token)
         if prompt.kind in pb.fail:
             self.push(self.now, ("failed", prompt.token), ENDPOINT)

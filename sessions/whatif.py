@@ -174,7 +174,7 @@ class WhatIfPart:
     answer_before: Counter = field(default_factory=Counter)  # 10 ms bin -> episodes
     answer_after: Counter = field(default_factory=Counter)
     not_replayed: list[str] = field(default_factory=list)  # "folder: why"
-    partly: list[str] = field(default_factory=list)  # replayed up to damage
+    partly: list[str] = field(default_factory=list)  # damaged: replayed up to the damage, not counted
     other_flow: list[str] = field(default_factory=list)
 
     def note_unreadable(self, text: str) -> None:
@@ -269,7 +269,10 @@ def session_whatif(folder: Path, edit: Edit) -> WhatIfPart:
         part.not_replayed.append(f"{folder}: {text}")
         return part
     if run.stopped:
+        # the recording lost the rest of the call (some of its last input's decisions
+        # too): a before beside an after would report the damage as the edit's doing
         part.partly.append(f"{folder} (inputs up to {run.stopped})")
+        return part
     part.push(measure(run.recorded), measure(run.produced))
     return part
 

@@ -120,3 +120,81 @@ def test_bad_input_is_one_line(tmp_path):
     assert result.exit_code == 1 and "no session folders" in result.output
     result = runner.invoke(app, ["sessions", "replay", str(tmp_path), "--json"])
     assert result.exit_code == 2 and "go with --summary" in result.output
+
+
+def _library_flow():
+    from ladder.flow.scaffold import scaffold_flow
+    from sessions.flowfiles import check_data
+
+    report = check_data(scaffold_flow("library", "card_no", "digits", 8, 8), "library.json")
+    assert report.flow is not None
+    return report.flow
+
+
+# calls of seed 7 on the library flow that each hold a case an unfaithful paired run got
+# wrong: a turn starting the very millisecond a prompt ended (207, 1411), a reminder the
+# caller cut before it started (207), a prompt queued behind a recovery prompt (1670), a
+# redacted read-back (all), a reminder interrupted twice over (669)
+_FAITHFUL_CALLS = (207, 669, 1411, 1670, 683, 872)
+
+
+def test_an_unedited_flow_replays_every_call_as_recorded_even_at_the_edges(tmp_path):
+    from sessions.paired import ENDPOINT_KINDS, paired_run
+    from sessions.simulate import call_folder, simulate_call, simulation_header
+    from sessions.whatif import measure
+
+    flow, population = _library_flow(), Population()
+    cases = Counter()
+    for index in _FAITHFUL_CALLS:
+        caller = simulate_call(flow, population, 7, index)
+        folder = call_folder(tmp_path, index)
+        caller.call.write_journal(folder, simulation_header(flow, 7, index, population), redact=caller.runtime.redact)
+        records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()[1:]]
+        endpoint_at = None
+        started = {r["token"] for r in records if r.get("kind") == "prompt_started"}
+        for r in records:
+            if r.get("type") == "input" and r["kind"] in ENDPOINT_KINDS:
+                endpoint_at = r["t_ms"]
+            elif r.get("type") == "input" and r["kind"] == "turn_started" and r["t_ms"] == endpoint_at:
+                cases["turn at a prompt's end"] += 1
+            elif r.get("effect") == "RequestPrompt" and r["token"] not in started:
+                cases["prompt cut before it started"] += 1
+            elif r.get("effect") == "RequestPrompt" and "[redacted]" in r["text"]:
+                cases["redacted read-back"] += 1
+            elif r.get("effect") == "RequestPrompt" and r["kind"] == "channel_recovery":
+                cases["prompt queued behind another"] += 1
+        run = paired_run(folder, flow=flow)
+        before, after = measure(run.recorded), measure(run.produced)
+        assert after == before, f"call {index}: {before} -> {after}"
+    # the calls must still hold the cases (a changed simulator may not: pick others)
+    assert set(cases) == {"turn at a prompt's end", "prompt cut before it started", "redacted read-back",
+                          "prompt queued behind another"}, cases
+
+
+def test_a_damaged_journal_is_named_not_counted_and_a_cut_one_is_not_played_on(tmp_path):
+    from sessions.paired import paired_run
+    from sessions.simulate import call_folder, simulate_call, simulation_header
+    from sessions.whatif import measure, session_whatif
+
+    flow, population = _library_flow(), Population()
+    caller = simulate_call(flow, population, 7, 3)
+    folder = call_folder(tmp_path, 3)
+    caller.call.write_journal(folder, simulation_header(flow, 7, 3, population), redact=caller.runtime.redact)
+    lines = (folder / "journal.jsonl").read_text().splitlines(keepends=True)
+    # a process killed mid-call: whole lines, no close; the after must not play on to one
+    killed = call_folder(tmp_path, 4)
+    killed.mkdir()
+    (killed / "journal.jsonl").write_text("".join(lines[: len(lines) // 2]))
+    run = paired_run(killed, flow=flow)
+    assert run.stopped is None and measure(run.recorded) == measure(run.produced)
+    assert measure(run.produced).session == "open"
+    # a torn last line: replayed up to the damage, named, and not counted
+    torn = call_folder(tmp_path, 5)
+    torn.mkdir()
+    (torn / "journal.jsonl").write_text("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:20])
+    part = session_whatif(torn, Edit())
+    assert part.sessions == 0 and len(part.partly) == 1 and "call-0000005" in part.partly[0]
+    result = runner.invoke(app, ["sessions", "replay", str(tmp_path), "--summary"])
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 3, result.output
+    assert "1 damaged session(s)" in flat and "call-0000005" in flat and "verdict on 2 of 3 session(s)" in flat

@@ -52,7 +52,7 @@ def print_whatif(data: dict, before: str, after: str) -> None:
     answer = data["time_to_answer"]
     out.print(plain(f"time to answer (median, episode start to its answer): before {_median(answer['before'])}; "
                     f"after {_median(answer['after'])} episodes"))
-    whole = n + len(data["not_replayed"]) + len(data["other_flow"])
+    whole = n + len(data["not_replayed"]) + len(data["other_flow"]) + len(data["partly_replayed"])
     if data["not_replayed"]:
         print_text((f"{len(data['not_replayed'])} session(s) could not be replayed under the edit, not counted above:", "bold yellow"))
         for line in data["not_replayed"][:20]:
@@ -60,8 +60,9 @@ def print_whatif(data: dict, before: str, after: str) -> None:
         if len(data["not_replayed"]) > 20:
             print_text(f"  ... and {len(data['not_replayed']) - 20} more (--json lists them all)")
     if data["partly_replayed"]:
-        print_text((f"{len(data['partly_replayed'])} session(s) replayed only up to damage: {', '.join(data['partly_replayed'][:5])}", "yellow"))
+        print_text((f"{len(data['partly_replayed'])} damaged session(s), their recording stopping before their end, "
+                    f"not counted above: {', '.join(data['partly_replayed'][:5])}", "yellow"))
     if data["other_flow"]:
         print_text((f"{len(data['other_flow'])} journal(s) of another flow, not replayed: {', '.join(data['other_flow'][:5])}", "yellow"))
-    if whole != n or data["partly_replayed"]:
+    if whole != n:
         print_text((f"verdict on {n} of {whole} session(s), not the whole corpus", "bold yellow"))

@@ -290,9 +290,9 @@ class CorpusScreen(Screen):
             before, after = data["time_to_answer"]["before"], data["time_to_answer"]["after"]
             if before["median_ms"] is not None and after["median_ms"] is not None:
                 text.append(f"time to answer (median): {before['median_ms'] / 1000:.2f}s -> {after['median_ms'] / 1000:.2f}s\n")
-        if data["not_replayed"] or data["other_flow"]:
-            text.append(f"{len(data['not_replayed'])} not replayed, {len(data['other_flow'])} of another flow: "
-                        "not counted\n", style="yellow")
+        if data["not_replayed"] or data["other_flow"] or data["partly_replayed"]:
+            text.append(f"{len(data['not_replayed'])} not replayed, {len(data['partly_replayed'])} damaged, "
+                        f"{len(data['other_flow'])} of another flow: not counted\n", style="yellow")
         if not message.sample:
             self.whatif_done = message.flow_key
             self.sub_title = ""
