@@ -214,7 +214,7 @@ class CorpusScreen(Screen):
         for name, flow in message.coverage.get("flows", {}).items():
             never = [f"{kind.replace('_', ' ')}: {', '.join(names)}" for kind, names in flow["never"].items() if names]
             text.append(f"\ncoverage of {name}: ", style="bold")
-            text.append("; ".join(never) if never else "every stage, ladder stage, route and intent reached")
+            text.append(("never reached: " + "; ".join(never)) if never else "every stage, ladder stage, route and intent reached")
         about.update(text)
         if self.questions:
             view.index = 0
