@@ -110,6 +110,23 @@ def test_masking_commutes_with_the_digit_parser(words, sep):
 # -- whole calls: everything written or printed --------------------------------------
 
 
+
+def test_the_shortcut_for_texts_with_no_digit_changes_no_result():
+    # hide_digit_values skips the word-by-word reading where no digit or digit word is
+    # in the text (most of a journal's strings); the skip must never change a result
+    import random
+
+    from ladder.flow.text import _hide_digit_runs
+
+    rng = random.Random(5)
+    vocabulary = ["phone", "someone", "done", "Four", "four", "4-8", "2 1", "eight", "weight", "İstanbul", "oh",
+                  "for", "to", "nine", "NINE", "prompt_started", "caller_speech", "4821", "48-21", "I heard", "[redacted]",
+                  "zero", "nought", "seven.", "ok", "", "ﬁve", "fïve"]
+    secrets = frozenset({"4821", "77"})
+    for _ in range(3000):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 6)))
+        assert hide_digit_values(text, secrets, "[redacted]") == _hide_digit_runs(text, secrets, "[redacted]"), text
+
 def record_live(lines: list[str], folder: Path) -> LiveSession:
     backend = TextBackend(ms_per_word=20, start_delay_ms=10)
     session = LiveSession(compile_data(quick_flow_data()), backend, journal_dir=folder)

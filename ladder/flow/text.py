@@ -221,6 +221,11 @@ def _mask_word(word: str, digits: str | None, cipher: dict[str, str]) -> str:
     return "".join(masked)
 
 
+# a digit, or a digit word inside any word: every text a digit run could be read from
+# matches (a superset: "phone" holds "one"), so a text that does not match has none
+_MAY_HOLD_DIGITS = re.compile("[0-9]|" + "|".join(_DIGIT_WORDS))  # searched in lowered text
+
+
 def hide_digit_values(text: str, secrets: set[str] | frozenset[str], mark: str) -> str:
     """`text` with each run of digit words that contains a secret replaced by `mark`.
 
@@ -230,6 +235,14 @@ def hide_digit_values(text: str, secrets: set[str] | frozenset[str], mark: str) 
     """
     if not secrets:
         return text
+    lowered = text.lower()
+    if len(lowered) == len(text) and not _MAY_HOLD_DIGITS.search(lowered):
+        return text  # most of a journal's strings ("prompt_started"): no word to read
+    return _hide_digit_runs(text, secrets, mark)
+
+
+def _hide_digit_runs(text: str, secrets: set[str] | frozenset[str], mark: str) -> str:
+    """`hide_digit_values` without its shortcut for texts with no digit in them."""
     if len(text.lower()) != len(text):
         text = " ".join(words(text))
     tokens = _tokens(text)
