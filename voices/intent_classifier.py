@@ -488,6 +488,7 @@ class ClassifierMatcher:
         # words that name what a route offers: they decide where the classifier is unsure
         self.route_cues: dict[str, frozenset[str]] = dict(getattr(intents, "route_cues", {}) or {})
         self.chosen_by_words: frozenset[str] = getattr(intents, "chosen_by_words", frozenset())
+        self.cues = getattr(intents, "cues", None) if CLASSIFIER_CUES else None
         names, texts, labels = training_set(intents, off_topic)
         self._names = names
         # the flow's own examples, when the intents say which they are (shared_intents)
@@ -553,6 +554,13 @@ class ClassifierMatcher:
             named = named_route(said, self.route_cues)
             if named is not None and named != name and named in self.chosen_by_words and named in self._names:
                 return named, round(float(p[self._names.index(named)]), 3)
+        if self.cues is not None:
+            cued = self.cues.read(text, name)
+            if cued != name:
+                if cued is None:
+                    return None, round(float(p[:-1].max()), 3)
+                if cued in self._names:
+                    return cued, round(float(p[self._names.index(cued)]), 3)
         return name, round(float(p[best]) if name is not None else float(p[:-1].max()), 3)
 
 
@@ -595,6 +603,7 @@ DEFAULT_CLASSIFIER_THRESHOLD = 0.50
 CLASSIFIER_WORDLLAMA = False
 CLASSIFIER_NEGATION = False
 CLASSIFIER_LEXICAL = LEXICAL_SCALE
+CLASSIFIER_CUES = True
 
 
 def main() -> None:  # pragma: no cover - the cross-validation behind the constants above

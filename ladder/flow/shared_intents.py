@@ -12,6 +12,7 @@ and the bench read the same set.
 from __future__ import annotations
 
 from ..policy import Route, route_role
+from .caller_cues import CallerCues, caller_cues
 from .route_roles import read_route_roles, with_roles
 from .route_words import chosen_by_words, route_cues
 
@@ -245,6 +246,8 @@ class LearnedIntents(dict):
     # may choose (ladder.flow.route_words)
     route_cues: dict[str, frozenset[str]] = {}
     chosen_by_words: frozenset[str] = frozenset()
+    # the shapes of words that decide where the classifier is unsure (ladder.flow.caller_cues)
+    cues: CallerCues | None = None
 
     def own_only(self) -> dict[str, tuple[str, ...]]:
         """The flow's own examples alone, each under its own intent: what a
@@ -342,6 +345,7 @@ def flow_intents(spec) -> LearnedIntents:
     merged.own_by_intent = {k: tuple(dict.fromkeys(v)) for k, v in spec.intents.items()}
     merged.route_cues = route_cues(spec)
     merged.chosen_by_words = chosen_by_words(spec)
+    merged.cues = caller_cues(spec, f"route:{go_on.id}" if go_on is not None else None)
     return merged
 
 

@@ -1,0 +1,177 @@
+"""A few shapes of words that say what a caller wants more surely than any example:
+read where the classifier is unsure, or where its pick contradicts them.
+
+A classifier learns sentences like the ones it saw; a caller who gives a reason
+("hang on, the kettle's boiling"), or who says what they lack in their own words
+("there's no number on anything I've got"), is read as "none" by it because the
+rest of the sentence is unlike any example. Three shapes carry the intent whatever
+follows them:
+
+- a **wait cue** leading the turn: "hold on", "hang on", "one moment", "bear with me",
+  "give me a tick" (not "hold on to my booking": that asks to keep something);
+- a **request to hear it again**: a saying verb with "again" or "once more" ("go over
+  the options again"), "didn't catch", "missed the start", "what did you ask", or
+  a question word with a closing "sorry" ("repay over how long, sorry?");
+- **lacking the value**: "I don't have", "there's no", "they never sent", "no idea
+  what it is", "it's gone", "I've lost", said of the value the flow asks for (its
+  label, its mentions) or of "it", "that", "one". Said of anything else ("I don't have
+  a job", "she's lost her PE kit", "I had no idea it was coming") it is not a request
+  to go on without the value, whatever the classifier thought.
+
+Pure: a spec in, a reader out; the reader takes the caller's words and the
+classifier's pick and returns the intent to use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .route_words import _stem
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+# what a caller says before the words that matter
+_LEAD_IN = frozenset({"um", "uh", "er", "erm", "oh", "ah", "right", "okay", "ok", "sorry", "so", "well", "oops",
+                      "hmm", "mm", "yeah", "yes", "no", "wait"})
+
+_WAIT_CUE = re.compile(
+    r"^(?:(?:hold|hang) on(?! to\b)|hold the line|(?:one|a|just a|wait a|half a|give me a|gimme a|give us a)"
+    r" (?:sec|second|moment|minute|min|tick|mo)\b|one moment|bear with me|wait(?: a)? (?:sec|second|moment|minute)"
+    r"|just (?:a )?(?:sec|second|moment|minute)|two ticks|back in a)"
+)
+
+_SAYING = r"(?:say|said|repeat|read|go over|go through|run through|run by|run that by|tell|ask|list|give)"
+_REPEAT_CUE = re.compile(
+    rf"\b{_SAYING}\b.*\b(?:again|once more|one more time)\b"
+    r"|\bdidn't (?:catch|hear|get|follow)\b|\bdid not (?:catch|hear|get)\b|\bmissed (?:that|the|what|it|all)\b"
+    r"|\bwhat did you (?:say|ask|just)\b|\bcome again\b|\bpardon\b"
+)
+_QUESTION_WORD = re.compile(r"\b(?:what|which|how many|how long|how much)\b")
+
+# having none of something: the words after the cue say of what
+_LACK = re.compile(
+    r"\b(?:i|we)\s+(?:don't|do not|didn't|did not|never|can't|cannot|couldn't)\s+"
+    r"(?:have|had|get|got|receive|received|keep|kept|find|see|remember|know)\b"
+    r"|\b(?:i|we)\s+(?:haven't|have not|hadn't|had not)(?:\s+(?:got|had|received|seen|kept|ever had))?\b"
+    r"|\b(?:i've|i have|we've|i've got|i have got|there's|there is|there was|there are|there were)\s+(?:no|never)\b"
+    r"|\bthere (?:wasn't|isn't|aren't|weren't)\b"
+    r"|\b(?:they|you|nobody|no one|no-one)\s+(?:didn't|did not|never|haven't|have not|hasn't)\s+"
+    r"(?:give|gave|given|send|sent|issue|issued|post|posted|email|emailed|text|texted)\b"
+    r"|\bno (?:idea|clue)\b|\bnot got\b"
+)
+_LOSS = re.compile(
+    r"\b(?:lost|deleted|threw|thrown|binned|recycled|recycling|shredded|gone|blew away|blown away)\b"
+)
+# verbs of having: what follows is the thing had, or not
+# (not losing: "I've thrown the packaging out" may be where the value was, unnamed)
+_HAVING = re.compile(r"\b(?:have|had|haven't|hadn't|got|get|receive|received|keep|kept|no|wasn't|isn't|aren't|"
+                     r"weren't|give|gave|given|send|sent|issue|issued|post|posted)\b")
+_DETERMINERS = frozenset({"a", "an", "the", "my", "any", "your", "his", "her", "their", "our", "some"})
+_POINTING = frozenset({"it", "that", "one", "them", "those", "what"})
+_ASKING = frozenset({"what", "which", "how", "where", "whatsoever"})
+
+
+@dataclass(frozen=True)
+class CallerCues:
+    """The flow's intent names for the cues (None where the flow has none) and the
+    words that name the values it asks for."""
+
+    wait: str | None
+    repeat: str | None
+    go_on_without: str | None
+    value_words: frozenset[str]
+    # the words the flow says and expects to hear: where a value is found ("on your
+    # appointment text or letter", "the box"), never taken for something else lacked
+    found_in: frozenset[str] = frozenset()
+
+    def read(self, text: str, picked: str | None) -> str | None:
+        """The intent to use for `text`, given the classifier's pick (None: unsure)."""
+        words = _WORD.findall(text.lower().replace("-", " "))
+        if not words:
+            return picked
+        lead = 0
+        while lead < len(words) - 1 and words[lead] in _LEAD_IN:
+            lead += 1
+        said = " ".join(words)
+        rest = " ".join(words[lead:])
+        unsure_or_route = picked is None or picked.startswith("route:")
+        if self.wait and picked != self.wait and _WAIT_CUE.match(rest) and unsure_or_route:
+            return self.wait
+        if picked == self.wait and re.search(r"\b(?:hold|hang) on to\b", said):
+            return None  # "can you hold on to it": keeping something, not waiting
+        if self.repeat and self._asks_again(words, said):
+            # "sorry, I didn't get that": hearing, not having
+            if picked != self.repeat and (unsure_or_route or picked in ("ready", "backchannel")):
+                return self.repeat
+            return picked
+        lacks = self._lacks(said)
+        if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
+            return self.go_on_without
+        if picked == self.go_on_without and lacks is False:
+            return None  # lacking something else: not the value
+        return picked
+
+    def _asks_again(self, words: list[str], said: str) -> bool:
+        if _REPEAT_CUE.search(said):
+            return True
+        # a question word with a closing "sorry": the question echoed back
+        return words[-1] == "sorry" and len(words) > 1 and bool(_QUESTION_WORD.search(" ".join(words[:-1])))
+
+    def _lacks(self, said: str) -> bool | None:
+        """True: the caller lacks the value; False: lacks something else, plainly (a
+        thing had or lost, named and not the value nor where it is found); None: no such
+        words, or not plain."""
+        cue = _LACK.search(said) or _LOSS.search(said)
+        if cue is None:
+            return None
+        if self._names_value(said):
+            return True
+        after = _WORD.findall(said[cue.end():])
+        before = _WORD.findall(said[:cue.start()])
+        if not after:  # "I don't have", "it's gone"
+            return True
+        if cue.group(0).startswith("no "):  # "no idea what it is", not "no idea it was coming"
+            return True if after[0] in _ASKING else None
+        if cue.group(0).endswith(" no") and after[0] in ("one", "way"):
+            return None  # "there's no one to ask", "there's no way I can": idioms, not a thing lacked
+        if after[0] in _POINTING or (before and before[-1] in _POINTING | {"it's", "that's"}):
+            return True
+        if not _HAVING.search(cue.group(0)):
+            return None  # not knowing, not finding: of what is not plain
+        head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
+        if head in ("idea", "clue", "one", "foggiest", "faintest", "slightest"):
+            return True
+        if (after[0] in _DETERMINERS or cue.group(0).endswith(" no")) and _stem(head) not in self.found_in:
+            return False
+        return None
+
+    def _names_value(self, said: str) -> bool:
+        return any(_stem(w) in self.value_words for w in _WORD.findall(said))
+
+
+def caller_cues(spec, go_on_without: str | None) -> CallerCues:
+    """The cue reader of a flow (a FlowSpec), given the intent name of its route for
+    going on without the value (None if it has none)."""
+    from .shared_intents import value_names
+
+    names: set[str] = set()
+    for slot in spec.slots.values():
+        for name in value_names(slot):
+            names |= {_stem(w) for w in _WORD.findall(name) if w not in _NOT_A_NAME}
+    # everything the flow says or expects to hear: where its values are found
+    texts = [stage.say or "" for stage in spec.stages]
+    texts += [p for phrases in spec.intents.values() for p in phrases]
+    texts += [t or "" for r in spec.routes for t in (r.label, r.promises, r.offer, *r.mentions)]
+    asked = set(names)
+    for text in texts:
+        asked |= {_stem(w) for w in _WORD.findall(text.lower())}
+    return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
+                      value_words=frozenset(names), found_in=frozenset(asked))
+
+
+# words of a value's name that do not name it alone ("how many", "the term")
+_NOT_A_NAME = frozenset({"how", "many", "much", "of", "the", "a", "an", "your", "my"})
+
+
+__all__ = ["CallerCues", "caller_cues"]

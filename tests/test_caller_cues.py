@@ -1,0 +1,72 @@
+"""The shapes of words read where the classifier is unsure (ladder.flow.caller_cues):
+each shape, and each look-alike it must leave alone, on the yardstick's flows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ladder.flow.shared_intents import flow_intents
+from sessions.flowfiles import load_flow
+
+YARDSTICK = Path(__file__).resolve().parent / "flows" / "yardstick"
+
+
+def cues(name: str):
+    return flow_intents(load_flow(str(YARDSTICK / f"{name}.json")).spec).cues
+
+
+@pytest.mark.parametrize(("text", "picked", "read"), [
+    # a wait cue leading the turn, whatever reason follows
+    ("hang on the kettle's boiling", None, "wait_request"),
+    ("um, give me a tick, I'm at the till", "route:no_ref", "wait_request"),
+    ("hold on, I've found it", "ready", "ready"),  # readiness said after it stays readiness
+    ("can you hold on to my letter", "wait_request", None),  # keeping something is not waiting
+    ("is it on hold", None, None),
+    # lacking the value, in the caller's own words
+    ("there's no number on anything I've got", None, "route:no_ref"),
+    ("I've no reference, can you use my date of birth", None, "route:no_ref"),
+    ("they never sent me a reference", None, "route:no_ref"),
+    ("is it okay if I don't have that", None, "route:no_ref"),
+    ("no idea what it is", "repeat_request", "route:no_ref"),
+    # lacking something else, plainly: not the value
+    ("I don't have a car so I'm getting the bus", "route:no_ref", None),
+    ("I had no idea it was coming", None, None),
+    ("there's no one to collect me", None, None),
+    # hearing, not having
+    ("sorry, I didn't get that", "repeat_request", "repeat_request"),
+    ("sorry, I didn't get that", None, "repeat_request"),
+    # where the value is found, as the question says ("on your appointment text or
+    # letter"): never taken away from the route, but not enough to choose it either
+    ("I never got a letter", "route:no_ref", "route:no_ref"),
+    ("I've had no letter about my blood test results", None, None),
+])
+def test_the_clinic_reads(text, picked, read):
+    assert cues("clinic_checkin").read(text, picked) == read
+
+
+@pytest.mark.parametrize(("text", "picked", "read"), [
+    ("can you go over the options again", "route:app", "repeat_request"),
+    ("repay over how long sorry", None, "repeat_request"),
+    ("can I borrow more again next year", None, None),  # "again" without a saying verb
+    ("tell me the options one more time", "ready", "repeat_request"),
+    ("I don't have a job at the moment", "route:app", None),
+    ("I'll choose in the app", "route:app", "route:app"),
+])
+def test_the_loan_reads(text, picked, read):
+    assert cues("loan_repayment").read(text, picked) == read
+
+
+def test_a_loss_keeps_the_route_since_what_was_lost_may_be_where_the_value_was():
+    assert cues("water_account").read("I've thrown the envelope out", "route:by_post") == "route:by_post"
+    assert cues("water_account").read("the bill went in the recycling", None) == "route:by_post"
+
+
+def test_a_flow_without_a_go_on_without_route_is_never_given_one():
+    from ladder.flow.caller_cues import CallerCues
+
+    reader = CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=None,
+                        value_words=frozenset({"reference"}))
+    assert reader.read("I don't have the reference", None) is None
+    assert reader.read("hang on a second", None) == "wait_request"
