@@ -70,3 +70,28 @@ def test_a_flow_without_a_go_on_without_route_is_never_given_one():
                         value_words=frozenset({"reference"}))
     assert reader.read("I don't have the reference", None) is None
     assert reader.read("hang on a second", None) == "wait_request"
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    # the question echoed back: its own words, its unknown last
+    ("school_absence", "days off for what", None, "repeat_request"),
+    ("water_account", "eight digits where", None, "repeat_request"),
+    ("loan_repayment", "sorry, over how long?", None, "repeat_request"),
+    ("loan_repayment", "what choices have I got", None, "repeat_request"),
+    ("loan_repayment", "you lost me after months", "route:app", "repeat_request"),
+    # words of their own are a question of their own
+    ("loan_repayment", "sorry, what's the APR", None, None),
+    ("loan_repayment", "what are my options if I lose my job", None, None),
+    ("loan_repayment", "what's the most I can borrow", None, None),
+    # another way to be found, where the value is found: the identifier closes the request
+    ("clinic_checkin", "can you search with my date of birth", None, "route:no_ref"),
+    ("water_account", "could you find me by my address", "route:billing_team", "route:by_post"),
+    ("clinic_checkin", "is there another way you can find my appointment", None, "route:no_ref"),
+    ("water_account", "use my email for the bills from now on", None, None),
+    ("parcel_redelivery", "can you check my address is right", None, None),
+    ("clinic_checkin", "can you update my address", None, None),
+    # a value chosen (how many) is not found another way
+    ("coach_tickets", "can you look me up with my email", None, None),
+])
+def test_echoes_and_other_ways(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .route_words import _stem
+from .route_words import _GENERAL, _stem
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -45,8 +45,14 @@ _SAYING = r"(?:say|said|repeat|read|go over|go through|run through|run by|run th
 _REPEAT_CUE = re.compile(
     rf"\b{_SAYING}\b.*\b(?:again|once more|one more time)\b"
     r"|\bdidn't (?:catch|hear|get|follow)\b|\bdid not (?:catch|hear|get)\b|\bmissed (?:that|the|what|it|all)\b"
-    r"|\bwhat did you (?:say|ask|just)\b|\bcome again\b|\bpardon\b"
+    r"|\bwhat did you (?:say|ask|just)\b|\bcome again\b|\bpardon\b|\byou lost me\b|\b(?:cutting|breaking) (?:out|up)\b"
+    r"|\bwhat was the question\b"
 )
+# the choices asked for again, in a few words: "what choices have I got"
+_CHOICES = re.compile(r"^what(?:'s| is| are| were| was)? (?:the |my )?(?:choices|options|range)\b")
+# the question echoed back with its unknown last: "days off for what", "eight digits where"
+_ECHO_END = frozenset({"what", "where"})
+_NOT_ECHO_BEFORE = frozenset({"is", "was", "so", "know", "guess", "mean", "that's", "it's", "and", "or"})
 _QUESTION_WORD = re.compile(r"\b(?:what|which|how many|how long|how much)\b")
 
 # having none of something: the words after the cue say of what
@@ -59,6 +65,14 @@ _LACK = re.compile(
     r"|\b(?:they|you|nobody|no one|no-one)\s+(?:didn't|did not|never|haven't|have not|hasn't)\s+"
     r"(?:give|gave|given|send|sent|issue|issued|post|posted|email|emailed|text|texted)\b"
     r"|\bno (?:idea|clue)\b|\bnot got\b"
+)
+# asking to be found another way: "can you look me up by my postcode", "is there
+# another way to find it" (only where the value is one to find or to know)
+_ANOTHER_WAY = re.compile(
+    r"\b(?:find|search|look|track|identify|use|using|try|check|locate|trace)\b.*\bmy (?:full name|name|surname|"
+    r"date of birth|birthday|dob|home address|address|postcode|post code|zip code|nhs number|phone number|"
+    r"mobile number|mobile|email address|email|details)(?: instead| then| please)?$"
+    r"|\b(?:another|some other|other) way\b.*\b(?:find|do|check|look|without|identify|trace|track)\b"
 )
 _LOSS = re.compile(
     r"\b(?:lost|deleted|threw|thrown|binned|recycled|recycling|shredded|gone|blew away|blown away)\b"
@@ -84,6 +98,8 @@ class CallerCues:
     # the words the flow says and expects to hear: where a value is found ("on your
     # appointment text or letter", "the box"), never taken for something else lacked
     found_in: frozenset[str] = frozenset()
+    # the value is found or known (not chosen): another way to be found stands for it
+    another_way: bool = True
 
     def read(self, text: str, picked: str | None) -> str | None:
         """The intent to use for `text`, given the classifier's pick (None: unsure)."""
@@ -108,6 +124,8 @@ class CallerCues:
         lacks = self._lacks(said)
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
             return self.go_on_without
+        if self.go_on_without and self.another_way and unsure_or_route and _ANOTHER_WAY.search(said):
+            return self.go_on_without
         if picked == self.go_on_without and lacks is False:
             return None  # lacking something else: not the value
         return picked
@@ -115,8 +133,19 @@ class CallerCues:
     def _asks_again(self, words: list[str], said: str) -> bool:
         if _REPEAT_CUE.search(said):
             return True
+        if len(words) < 2:
+            return False
         # a question word with a closing "sorry": the question echoed back
-        return words[-1] == "sorry" and len(words) > 1 and bool(_QUESTION_WORD.search(" ".join(words[:-1])))
+        if words[-1] == "sorry" and _QUESTION_WORD.search(" ".join(words[:-1])):
+            return True
+        if len(words) <= 5 and _CHOICES.search(said):
+            return True
+        # the question's own words echoed with its unknown last ("days off for what"),
+        # or asked straight after "sorry" ("sorry, over how long?"): nothing of their own
+        echoed = all(w in _GENERAL or _stem(w) in self.found_in for w in words)
+        if echoed and words[-1] in _ECHO_END and words[-2] not in _NOT_ECHO_BEFORE:
+            return True
+        return echoed and words[0] == "sorry" and len(words) <= 5 and bool(_QUESTION_WORD.search(" ".join(words[1:4])))
 
     def _lacks(self, said: str) -> bool | None:
         """True: the caller lacks the value; False: lacks something else, plainly (a
@@ -153,7 +182,7 @@ class CallerCues:
 def caller_cues(spec, go_on_without: str | None) -> CallerCues:
     """The cue reader of a flow (a FlowSpec), given the intent name of its route for
     going on without the value (None if it has none)."""
-    from .shared_intents import value_names
+    from .shared_intents import slot_kind, value_names
 
     names: set[str] = set()
     for slot in spec.slots.values():
@@ -166,8 +195,9 @@ def caller_cues(spec, go_on_without: str | None) -> CallerCues:
     asked = set(names)
     for text in texts:
         asked |= {_stem(w) for w in _WORD.findall(text.lower())}
+    another_way = any(slot_kind(slot) != "choose" for slot in spec.slots.values() if slot.type != "yes_no")
     return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
-                      value_words=frozenset(names), found_in=frozenset(asked))
+                      value_words=frozenset(names), found_in=frozenset(asked), another_way=another_way)
 
 
 # words of a value's name that do not name it alone ("how many", "the term")
