@@ -95,3 +95,23 @@ def test_a_flow_without_a_go_on_without_route_is_never_given_one():
 ])
 def test_echoes_and_other_ways(flow, text, picked, read):
     assert cues(flow).read(text, picked) == read
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    # not able to look where the value is
+    ("clinic_checkin", "I'm out shopping so I can't look it up", None, "route:no_ref"),
+    ("clinic_checkin", "I can't get into my messages right now", None, "route:no_ref"),
+    ("water_account", "I'm at my mum's so I can't check", None, "route:by_post"),
+    ("water_account", "I can't access the stop tap", None, None),
+    ("clinic_checkin", "I can't look at screens for long, my eyes hurt", None, None),
+    ("coach_tickets", "I'm out so I can't check", None, None),  # a choice is not looked up
+    # losing what the question says the value is on
+    ("clinic_checkin", "I changed phones and lost all my texts", None, "route:no_ref"),
+    ("clinic_checkin", "I lost my letter about the x-ray", None, None),
+    # a string of digits by its common names, not another thing's
+    ("clinic_checkin", "I don't have any code", None, "route:no_ref"),
+    ("water_account", "I don't have a number for the plumber", "route:by_post", None),
+    ("clinic_checkin", "I never got a reference from you", None, "route:no_ref"),
+])
+def test_not_able_to_look_and_losing(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read

@@ -66,6 +66,11 @@ _LACK = re.compile(
     r"(?:give|gave|given|send|sent|issue|issued|post|posted|email|emailed|text|texted)\b"
     r"|\bno (?:idea|clue)\b|\bnot got\b"
 )
+# not able to look where the value is, now: "I'm out so I can't check", "I can't get
+# into my messages" (only where the value is one to find or to know)
+_CANNOT_CHECK = re.compile(
+    r"\b(?:can't|cannot|couldn't|can not)\s+(?:look|check|access|log in|login|log on|get into|get in to|get onto)\b"
+)
 # asking to be found another way: "can you look me up by my postcode", "is there
 # another way to find it" (only where the value is one to find or to know)
 _ANOTHER_WAY = re.compile(
@@ -98,8 +103,13 @@ class CallerCues:
     # the words the flow says and expects to hear: where a value is found ("on your
     # appointment text or letter", "the box"), never taken for something else lacked
     found_in: frozenset[str] = frozenset()
+    # the content words of the questions that ask for a value: "on your appointment text
+    # or letter" (losing those is losing the value)
+    asked_where: frozenset[str] = frozenset()
     # the value is found or known (not chosen): another way to be found stands for it
     another_way: bool = True
+    # a string of digits is named in a few words whatever its label ("the code")
+    digits_names: frozenset[str] = frozenset()
 
     def read(self, text: str, picked: str | None) -> str | None:
         """The intent to use for `text`, given the classifier's pick (None: unsure)."""
@@ -125,6 +135,8 @@ class CallerCues:
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
             return self.go_on_without
         if self.go_on_without and self.another_way and unsure_or_route and _ANOTHER_WAY.search(said):
+            return self.go_on_without
+        if self.go_on_without and self.another_way and picked in (None, self.wait) and self._cannot_check(said):
             return self.go_on_without
         if picked == self.go_on_without and lacks is False:
             return None  # lacking something else: not the value
@@ -162,21 +174,49 @@ class CallerCues:
             return True
         if cue.group(0).startswith("no "):  # "no idea what it is", not "no idea it was coming"
             return True if after[0] in _ASKING else None
+        if cue.re is _LOSS and any(_stem(w) in self.asked_where for w in after[:3]) and not _OF_ANOTHER & set(after[:5]):
+            return True  # "I lost all my texts": where the value was, as the flow says
         if cue.group(0).endswith(" no") and after[0] in ("one", "way"):
             return None  # "there's no one to ask", "there's no way I can": idioms, not a thing lacked
         if after[0] in _POINTING or (before and before[-1] in _POINTING | {"it's", "that's"}):
             return True
         if not _HAVING.search(cue.group(0)):
             return None  # not knowing, not finding: of what is not plain
-        head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
+        at = 1 if after[0] in _DETERMINERS and len(after) > 1 else 0
+        head = after[at]
         if head in ("idea", "clue", "one", "foggiest", "faintest", "slightest"):
             return True
+        if _stem(head) in self.digits_names and _of_another(after[at + 1:]):
+            return False  # "I don't have a number for the plumber"
         if (after[0] in _DETERMINERS or cue.group(0).endswith(" no")) and _stem(head) not in self.found_in:
             return False
         return None
 
+    def _cannot_check(self, said: str) -> bool:
+        """Not able to look where the value is: "I can't check", "I can't look it up",
+        "I can't get into my messages"; not "I can't access the stop tap"."""
+        cue = _CANNOT_CHECK.search(said)
+        if cue is None:
+            return False
+        after = [w for w in _WORD.findall(said[cue.end():]) if w not in ("to", "in", "into", "at", "on", "up")]
+        if not after or after[0] in _POINTING:
+            return True
+        head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
+        return _stem(head) in self.asked_where | self.value_words | _WHERE_VALUES_ARE
+
     def _names_value(self, said: str) -> bool:
-        return any(_stem(w) in self.value_words for w in _WORD.findall(said))
+        words = _WORD.findall(said)
+        for i, w in enumerate(words):
+            # "a number for the plumber" is another number
+            if _stem(w) in self.value_words | self.digits_names and not _of_another(words[i + 1:]):
+                return True
+        return False
+
+
+def _of_another(rest: list[str]) -> bool:
+    """Whether the words after a name make it another thing's ("a number for the
+    plumber"), not the caller's dealings with the agent ("a reference from you")."""
+    return len(rest) > 1 and rest[0] in _OF_ANOTHER and rest[1] not in ("you", "us", "me", "your")
 
 
 def caller_cues(spec, go_on_without: str | None) -> CallerCues:
@@ -185,9 +225,11 @@ def caller_cues(spec, go_on_without: str | None) -> CallerCues:
     from .shared_intents import slot_kind, value_names
 
     names: set[str] = set()
+    digits = False
     for slot in spec.slots.values():
         for name in value_names(slot):
             names |= {_stem(w) for w in _WORD.findall(name) if w not in _NOT_A_NAME}
+        digits = digits or slot.type == "digits"
     # everything the flow says or expects to hear: where its values are found
     texts = [stage.say or "" for stage in spec.stages]
     texts += [p for phrases in spec.intents.values() for p in phrases]
@@ -195,11 +237,21 @@ def caller_cues(spec, go_on_without: str | None) -> CallerCues:
     asked = set(names)
     for text in texts:
         asked |= {_stem(w) for w in _WORD.findall(text.lower())}
+    where: set[str] = set()
+    for stage in spec.stages:
+        if any(spec.slots[k].type != "yes_no" for k in stage.collect if k in spec.slots):
+            where |= {_stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in _GENERAL}
     another_way = any(slot_kind(slot) != "choose" for slot in spec.slots.values() if slot.type != "yes_no")
     return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
-                      value_words=frozenset(names), found_in=frozenset(asked), another_way=another_way)
+                      value_words=frozenset(names), found_in=frozenset(asked), asked_where=frozenset(where),
+                      another_way=another_way, digits_names=_DIGITS_NAMES if digits else frozenset())
 
 
+_DIGITS_NAMES = frozenset({"number", "code", "reference", "ref", "id"})
+# where callers keep a value they were sent
+_WHERE_VALUES_ARE = frozenset({"phone", "message", "text", "email", "inbox", "paperwork", "letter", "post"})
+# "a number for the plumber", "my letter about the x-ray": of something else
+_OF_ANOTHER = frozenset({"for", "of", "about", "from"})
 # words of a value's name that do not name it alone ("how many", "the term")
 _NOT_A_NAME = frozenset({"how", "many", "much", "of", "the", "a", "an", "your", "my"})
 
