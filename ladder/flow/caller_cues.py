@@ -10,13 +10,20 @@ follows them:
 - a **wait cue** leading the turn: "hold on", "hang on", "one moment", "bear with me",
   "give me a tick" (not "hold on to my booking": that asks to keep something);
 - a **request to hear it again**: a saying verb with "again" or "once more" ("go over
-  the options again"), "didn't catch", "missed the start", "what did you ask", or
-  a question word with a closing "sorry" ("repay over how long, sorry?");
+  the options again"), "didn't catch", "you lost me", "what did you ask", a question
+  word with a closing "sorry" ("repay over how long, sorry?"), or the question's own
+  words echoed with its unknown last ("days off for what");
 - **lacking the value**: "I don't have", "there's no", "they never sent", "no idea
   what it is", "it's gone", "I've lost", said of the value the flow asks for (its
-  label, its mentions) or of "it", "that", "one". Said of anything else ("I don't have
-  a job", "she's lost her PE kit", "I had no idea it was coming") it is not a request
-  to go on without the value, whatever the classifier thought.
+  label, its mentions, a string of digits' common names) or of "it", "that", "one".
+  Said of anything else ("I don't have a job", "a number for the plumber", "I had no
+  idea it was coming") it is not a request to go on without the value, whatever the
+  classifier thought. Where the value is found or known (not chosen), so is asking to
+  be found another way ("can you use my NHS number") and not being able to look where
+  it is ("I'm out so I can't check", "I can't get into my messages").
+
+Each shape was added against a dev set and checked on a further one written before it
+was measured (README, "Your own flow": candidates F, G and H).
 
 Pure: a spec in, a reader out; the reader takes the caller's words and the
 classifier's pick and returns the intent to use.
