@@ -226,15 +226,15 @@ def _of_another(rest: list[str]) -> bool:
     return len(rest) > 1 and rest[0] in _OF_ANOTHER and rest[1] not in ("you", "us", "me", "your")
 
 
-def caller_cues(spec, go_on_without: str | None) -> CallerCues:
+def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[str, ...]],
+                kinds: dict[str, str]) -> CallerCues:
     """The cue reader of a flow (a FlowSpec), given the intent name of its route for
-    going on without the value (None if it has none)."""
-    from .shared_intents import slot_kind, value_names
-
+    going on without the value (None if it has none), and per slot its names ("booking
+    reference", "reference") and kind ("find", "choose", "know"): ladder.flow.shared_intents."""
     names: set[str] = set()
     digits = False
-    for slot in spec.slots.values():
-        for name in value_names(slot):
+    for slot_id, slot in spec.slots.items():
+        for name in value_names.get(slot_id, ()):
             names |= {_stem(w) for w in _WORD.findall(name) if w not in _NOT_A_NAME}
         digits = digits or slot.type == "digits"
     # everything the flow says or expects to hear: where its values are found
@@ -248,7 +248,7 @@ def caller_cues(spec, go_on_without: str | None) -> CallerCues:
     for stage in spec.stages:
         if any(spec.slots[k].type != "yes_no" for k in stage.collect if k in spec.slots):
             where |= {_stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in _GENERAL}
-    another_way = any(slot_kind(slot) != "choose" for slot in spec.slots.values() if slot.type != "yes_no")
+    another_way = any(kinds.get(k) != "choose" for k, slot in spec.slots.items() if slot.type != "yes_no")
     return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
                       value_words=frozenset(names), found_in=frozenset(asked), asked_where=frozenset(where),
                       another_way=another_way, digits_names=_DIGITS_NAMES if digits else frozenset())

@@ -345,7 +345,9 @@ def flow_intents(spec) -> LearnedIntents:
     merged.own_by_intent = {k: tuple(dict.fromkeys(v)) for k, v in spec.intents.items()}
     merged.route_cues = route_cues(spec)
     merged.chosen_by_words = chosen_by_words(spec)
-    merged.cues = caller_cues(spec, f"route:{go_on.id}" if go_on is not None else None)
+    merged.cues = caller_cues(spec, f"route:{go_on.id}" if go_on is not None else None,
+                              {k: value_names(slot) for k, slot in spec.slots.items()},
+                              {k: slot_kind(slot) for k, slot in spec.slots.items()})
     return merged
 
 
