@@ -115,3 +115,22 @@ def test_echoes_and_other_ways(flow, text, picked, read):
 ])
 def test_not_able_to_look_and_losing(flow, text, picked, read):
     assert cues(flow).read(text, picked) == read
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    # someone else has it, it went elsewhere, its device failed
+    ("water_account", "my landlord has all the bills", None, "route:by_post"),
+    ("clinic_checkin", "my wife keeps all that", None, "route:no_ref"),
+    ("clinic_checkin", "the text went to my husband's phone", None, "route:no_ref"),
+    ("water_account", "the bills go to my old address", None, "route:by_post"),
+    ("clinic_checkin", "my phone died this morning", None, "route:no_ref"),
+    # and what looks like it
+    ("parcel_redelivery", "my neighbour took it in", None, None),
+    ("parcel_redelivery", "can it go to my work", None, None),
+    ("clinic_checkin", "my son has the car today", None, None),
+    ("parcel_redelivery", "my phone is broken so text my wife", None, None),
+    ("water_account", "hold on my husband has it", "wait_request", "wait_request"),
+    ("coach_tickets", "my wife keeps all that", None, None),  # a choice is not kept by anyone
+])
+def test_the_value_somewhere_else(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read

@@ -19,11 +19,12 @@ follows them:
   Said of anything else ("I don't have a job", "a number for the plumber", "I had no
   idea it was coming") it is not a request to go on without the value, whatever the
   classifier thought. Where the value is found or known (not chosen), so is asking to
-  be found another way ("can you use my NHS number") and not being able to look where
-  it is ("I'm out so I can't check", "I can't get into my messages").
+  be found another way ("can you use my NHS number"), not being able to look where
+  it is ("I'm out so I can't check", "I can't get into my messages"), and the value
+  being somewhere else ("my wife keeps all that", "my phone died").
 
 Each shape was added against a dev set and checked on a further one written before it
-was measured (README, "Your own flow": candidates F, G and H).
+was measured (README, "Your own flow": candidates F, G, H and J).
 
 Pure: a spec in, a reader out; the reader takes the caller's words and the
 classifier's pick and returns the intent to use.
@@ -78,6 +79,29 @@ _LACK = re.compile(
 _CANNOT_CHECK = re.compile(
     r"\b(?:can't|cannot|couldn't|can not)\s+(?:look|check|access|log in|login|log on|get into|get in to|get onto)\b"
 )
+# someone else has the value, or handles where it is (only where it is found or known)
+_SOMEONE_HAS = re.compile(
+    r"\b(?:my|the|our) (?:husband|wife|partner|son|daughter|mum|mom|dad|mother|father|sister|brother|carer|"
+    r"landlord|landlady|flatmate|housemate|neighbour|neighbor|friend|boyfriend|girlfriend|letting agent|agent|"
+    r"receptionist|family|kids|children|colleague|boss|grandson|granddaughter|nephew|niece)\b"
+    r"(?:'s)?\s+(?:has|have|had|keeps|kept|took|takes|picked up|booked|does|did|deals with|dealt with|handles|"
+    r"handled|sorts|sorted|manages|looks after|organises|organizes|got)\b"
+)
+# (in the past: "can it go to my work" asks for a delivery; "the bills go to my old
+# address" is said of the value's own paper, below)
+_SENT_ELSEWHERE = re.compile(
+    r"\b(?:it|they|that|the \w+) (?:went|was sent|were sent|got sent|came) to (?:my \w+'s|"
+    r"my old|my work|my other|my previous|the wrong|someone else|an old)\b"
+)
+_GOES_ELSEWHERE = re.compile(
+    r"\bthe (\w+) (?:go|goes|come|comes) to (?:my \w+'s|my old|my work|my other|my previous|the wrong|an old)\b"
+)
+_DEVICE_FAILED = re.compile(
+    r"\b(?:phone|mobile|laptop|computer|tablet|ipad|email|emails|app|internet|wifi|broadband)(?:'s| is| are| has)?\s+"
+    r"(?:dead|died|broken|broke|not working|isn't working|stopped working|won't (?:open|load|work|turn on|start)|"
+    r"flat|out of battery)\b"
+)
+_ASKS_SOMETHING_ELSE = re.compile(r"\W*(?:so|and|but)\s+(?:can you|could you|please|text|call|ring|email|post|send)\b")
 # asking to be found another way: "can you look me up by my postcode", "is there
 # another way to find it" (only where the value is one to find or to know)
 _ANOTHER_WAY = re.compile(
@@ -145,6 +169,8 @@ class CallerCues:
             return self.go_on_without
         if self.go_on_without and self.another_way and picked in (None, self.wait) and self._cannot_check(said):
             return self.go_on_without
+        if self.go_on_without and self.another_way and picked is None and self._elsewhere(said):
+            return self.go_on_without
         if picked == self.go_on_without and lacks is False:
             return None  # lacking something else: not the value
         return picked
@@ -210,6 +236,29 @@ class CallerCues:
             return True
         head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
         return _stem(head) in self.asked_where | self.value_words | _WHERE_VALUES_ARE
+
+    def _elsewhere(self, said: str) -> bool:
+        """The value is with someone else ("my wife keeps all that", "my landlord has the
+        bills"), went somewhere else ("the text went to my husband's phone"), or is on a
+        device that failed ("my phone died"), not "my son has the car today"."""
+        if _SENT_ELSEWHERE.search(said):
+            return True
+        goes = _GOES_ELSEWHERE.search(said)
+        if goes is not None and _stem(goes.group(1)) in self.value_words | _WHERE_VALUES_ARE:
+            return True
+        failed = _DEVICE_FAILED.search(said)
+        if failed is not None:
+            rest = said[failed.end():]
+            return not _ASKS_SOMETHING_ELSE.match(rest)  # "my phone is broken so text my wife"
+        held = _SOMEONE_HAS.search(said)
+        if held is None:
+            return False
+        after = [w for w in _WORD.findall(said[held.end():]) if w not in ("all", "in", "up", "of")]
+        if not after or after[0] in _POINTING:
+            # "my wife keeps all that"; but "my neighbour took it in" may be the parcel
+            return not re.search(r"\b(?:took|takes|picked up|got)$", held.group(0))
+        head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
+        return _stem(head) in self.value_words | self.digits_names | _WHERE_VALUES_ARE
 
     def _names_value(self, said: str) -> bool:
         words = _WORD.findall(said)
