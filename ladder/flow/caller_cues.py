@@ -49,6 +49,8 @@ _WAIT_CUE = re.compile(
     r"|just (?:a )?(?:sec|second|moment|minute)|two ticks|back in a)"
 )
 
+_KEEPING = re.compile(r"\b(?:hold|hang) on to\b")
+
 _SAYING = r"(?:say|said|repeat|read|go over|go through|run through|run by|run that by|tell|ask|list|give)"
 _REPEAT_CUE = re.compile(
     rf"\b{_SAYING}\b.*\b(?:again|once more|one more time)\b"
@@ -155,7 +157,7 @@ class CallerCues:
         unsure_or_route = picked is None or picked.startswith("route:")
         if self.wait and picked != self.wait and _WAIT_CUE.match(rest) and unsure_or_route:
             return self.wait
-        if picked == self.wait and re.search(r"\b(?:hold|hang) on to\b", said):
+        if picked == self.wait and _KEEPING.search(said):
             return None  # "can you hold on to it": keeping something, not waiting
         if self.repeat and self._asks_again(words, said):
             # "sorry, I didn't get that": hearing, not having
@@ -185,8 +187,9 @@ class CallerCues:
             return True
         if len(words) <= 5 and _CHOICES.search(said):
             return True
-        # the question's own words echoed with its unknown last ("days off for what"),
-        # or asked straight after "sorry" ("sorry, over how long?"): nothing of their own
+        # the flow's own words echoed with the question's unknown last ("days off for
+        # what"), or asked straight after "sorry" ("sorry, over how long?"): no word of
+        # the caller's own, which would make it a question of their own ("sorry, what's the APR")
         echoed = all(w in _GENERAL or _stem(w) in self.found_in for w in words)
         if echoed and words[-1] in _ECHO_END and words[-2] not in _NOT_ECHO_BEFORE:
             return True
