@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .route_words import _GENERAL, _stem
+from .route_words import GENERAL_WORDS, stem
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -139,8 +139,9 @@ class CallerCues:
     # the content words of the questions that ask for a value: "on your appointment text
     # or letter" (losing those is losing the value)
     asked_where: frozenset[str] = frozenset()
-    # the value is found or known (not chosen): another way to be found stands for it
-    another_way: bool = True
+    # the value is found or known (not chosen): asking to be found another way, not
+    # being able to look, the value somewhere else all stand for lacking it
+    value_is_found: bool = True
     # a string of digits is named in a few words whatever its label ("the code")
     digits_names: frozenset[str] = frozenset()
 
@@ -167,11 +168,11 @@ class CallerCues:
         lacks = self._lacks(said)
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
             return self.go_on_without
-        if self.go_on_without and self.another_way and unsure_or_route and _ANOTHER_WAY.search(said):
+        if self.go_on_without and self.value_is_found and unsure_or_route and _ANOTHER_WAY.search(said):
             return self.go_on_without
-        if self.go_on_without and self.another_way and picked in (None, self.wait) and self._cannot_check(said):
+        if self.go_on_without and self.value_is_found and picked in (None, self.wait) and self._cannot_check(said):
             return self.go_on_without
-        if self.go_on_without and self.another_way and picked is None and self._elsewhere(said):
+        if self.go_on_without and self.value_is_found and picked is None and self._elsewhere(said):
             return self.go_on_without
         if picked == self.go_on_without and lacks is False:
             return None  # lacking something else: not the value
@@ -190,7 +191,7 @@ class CallerCues:
         # the flow's own words echoed with the question's unknown last ("days off for
         # what"), or asked straight after "sorry" ("sorry, over how long?"): no word of
         # the caller's own, which would make it a question of their own ("sorry, what's the APR")
-        echoed = all(w in _GENERAL or _stem(w) in self.found_in for w in words)
+        echoed = all(w in GENERAL_WORDS or stem(w) in self.found_in for w in words)
         if echoed and words[-1] in _ECHO_END and words[-2] not in _NOT_ECHO_BEFORE:
             return True
         return echoed and words[0] == "sorry" and len(words) <= 5 and bool(_QUESTION_WORD.search(" ".join(words[1:4])))
@@ -210,7 +211,7 @@ class CallerCues:
             return True
         if cue.group(0).startswith("no "):  # "no idea what it is", not "no idea it was coming"
             return True if after[0] in _ASKING else None
-        if cue.re is _LOSS and any(_stem(w) in self.asked_where for w in after[:3]) and not _OF_ANOTHER & set(after[:5]):
+        if cue.re is _LOSS and any(stem(w) in self.asked_where for w in after[:3]) and not _OF_ANOTHER & set(after[:5]):
             return True  # "I lost all my texts": where the value was, as the flow says
         if cue.group(0).endswith(" no") and after[0] in ("one", "way"):
             return None  # "there's no one to ask", "there's no way I can": idioms, not a thing lacked
@@ -222,9 +223,9 @@ class CallerCues:
         head = after[at]
         if head in ("idea", "clue", "one", "foggiest", "faintest", "slightest"):
             return True
-        if _stem(head) in self.digits_names and _of_another(after[at + 1:]):
+        if stem(head) in self.digits_names and _of_another(after[at + 1:]):
             return False  # "I don't have a number for the plumber"
-        if (after[0] in _DETERMINERS or cue.group(0).endswith(" no")) and _stem(head) not in self.found_in:
+        if (after[0] in _DETERMINERS or cue.group(0).endswith(" no")) and stem(head) not in self.found_in:
             return False
         return None
 
@@ -238,7 +239,7 @@ class CallerCues:
         if not after or after[0] in _POINTING:
             return True
         head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
-        return _stem(head) in self.asked_where | self.value_words | _WHERE_VALUES_ARE
+        return stem(head) in self.asked_where | self.value_words | _WHERE_VALUES_ARE
 
     def _elsewhere(self, said: str) -> bool:
         """The value is with someone else ("my wife keeps all that", "my landlord has the
@@ -247,7 +248,7 @@ class CallerCues:
         if _SENT_ELSEWHERE.search(said):
             return True
         goes = _GOES_ELSEWHERE.search(said)
-        if goes is not None and _stem(goes.group(1)) in self.value_words | _WHERE_VALUES_ARE:
+        if goes is not None and stem(goes.group(1)) in self.value_words | _WHERE_VALUES_ARE:
             return True
         failed = _DEVICE_FAILED.search(said)
         if failed is not None:
@@ -261,13 +262,14 @@ class CallerCues:
             # "my wife keeps all that"; but "my neighbour took it in" may be the parcel
             return not re.search(r"\b(?:took|takes|picked up|got)$", held.group(0))
         head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
-        return _stem(head) in self.value_words | self.digits_names | _WHERE_VALUES_ARE
+        return stem(head) in self.value_words | self.digits_names | _WHERE_VALUES_ARE
 
     def _names_value(self, said: str) -> bool:
         words = _WORD.findall(said)
+        names = self.value_words | self.digits_names
         for i, w in enumerate(words):
             # "a number for the plumber" is another number
-            if _stem(w) in self.value_words | self.digits_names and not _of_another(words[i + 1:]):
+            if stem(w) in names and not _of_another(words[i + 1:]):
                 return True
         return False
 
@@ -287,7 +289,7 @@ def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[st
     digits = False
     for slot_id, slot in spec.slots.items():
         for name in value_names.get(slot_id, ()):
-            names |= {_stem(w) for w in _WORD.findall(name) if w not in _NOT_A_NAME}
+            names |= {stem(w) for w in _WORD.findall(name) if w not in _NOT_A_NAME}
         digits = digits or slot.type == "digits"
     # everything the flow says or expects to hear: where its values are found
     texts = [stage.say or "" for stage in spec.stages]
@@ -295,15 +297,15 @@ def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[st
     texts += [t or "" for r in spec.routes for t in (r.label, r.promises, r.offer, *r.mentions)]
     asked = set(names)
     for text in texts:
-        asked |= {_stem(w) for w in _WORD.findall(text.lower())}
+        asked |= {stem(w) for w in _WORD.findall(text.lower())}
     where: set[str] = set()
     for stage in spec.stages:
         if any(spec.slots[k].type != "yes_no" for k in stage.collect if k in spec.slots):
-            where |= {_stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in _GENERAL}
-    another_way = any(kinds.get(k) != "choose" for k, slot in spec.slots.items() if slot.type != "yes_no")
+            where |= {stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in GENERAL_WORDS}
+    value_is_found = any(kinds.get(k) != "choose" for k, slot in spec.slots.items() if slot.type != "yes_no")
     return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
                       value_words=frozenset(names), found_in=frozenset(asked), asked_where=frozenset(where),
-                      another_way=another_way, digits_names=_DIGITS_NAMES if digits else frozenset())
+                      value_is_found=value_is_found, digits_names=_DIGITS_NAMES if digits else frozenset())
 
 
 _DIGITS_NAMES = frozenset({"number", "code", "reference", "ref", "id"})

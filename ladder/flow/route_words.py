@@ -30,7 +30,7 @@ from ..policy import route_role
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 # function words and verbs or nouns too general to name a way of doing something
-_GENERAL = frozenset(
+GENERAL_WORDS = frozenset(
     """
     a an the and or but if so to of in on at by for with from into onto about as than then there here
     this that these those it its it's i i'm i'll i've i'd me my mine you you're you'll your yours we we'll
@@ -60,7 +60,7 @@ _KIN = (
 )
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """A crude stem, enough to meet a plural: "forms" -> "form"."""
     if word.endswith("'s"):
         word = word[:-2]
@@ -73,8 +73,8 @@ def _stem(word: str) -> str:
 
 def content_words(text: str) -> set[str]:
     """The stemmed words of `text` that are not general."""
-    stems = {_stem(w) for w in _WORD.findall(text.lower().replace("-", " ")) if not w.isdigit()}
-    return {w for w in stems if w not in _GENERAL}
+    stems = {stem(w) for w in _WORD.findall(text.lower().replace("-", " ")) if not w.isdigit()}
+    return {w for w in stems if w not in GENERAL_WORDS}
 
 
 def _with_kin(words: set[str]) -> set[str]:
@@ -140,4 +140,4 @@ def named_route(text: str, cues: dict[str, frozenset[str]]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-__all__ = ["chosen_by_words", "content_words", "named_route", "route_cues"]
+__all__ = ["GENERAL_WORDS", "chosen_by_words", "content_words", "named_route", "route_cues", "stem"]
