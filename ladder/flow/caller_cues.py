@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .route_words import GENERAL_WORDS, stem
+from .route_words import GENERAL_WORDS, route_cues, stem
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -86,7 +86,7 @@ _SOMEONE_HAS = re.compile(
     r"\b(?:my|the|our) (?:husband|wife|partner|son|daughter|mum|mom|dad|mother|father|sister|brother|carer|"
     r"landlord|landlady|flatmate|housemate|neighbour|neighbor|friend|boyfriend|girlfriend|letting agent|agent|"
     r"receptionist|family|kids|children|colleague|boss|grandson|granddaughter|nephew|niece)\b"
-    r"(?:'s)?\s+(?:has|have|had|keeps|kept|took|takes|picked up|booked|does|did|deals with|dealt with|handles|"
+    r"(?:'s)?\s+(?:has|have|had|keeps|kept|took|takes|picked up|picked|booked|does|did|deals with|dealt with|handles|"
     r"handled|sorts|sorted|manages|looks after|organises|organizes|got)\b"
 )
 # (in the past: "can it go to my work" asks for a delivery; "the bills go to my old
@@ -112,6 +112,28 @@ _ANOTHER_WAY = re.compile(
     r"mobile number|mobile|email address|email|details)(?: instead| then| please)?$"
     r"|\b(?:another|some other|other) way\b.*\b(?:find|do|check|look|without|identify|trace|track)\b"
 )
+# setting the value aside: "forget the reference", "let's leave the number out", "skip
+# the seats for now" (of the value only: "skip the small print" is something else)
+_SETTING_ASIDE = re.compile(
+    r"\b(?:forget|skip|leave|never mind|ignore|without|forget about|do without|manage without)\s+"
+)
+# where a thing is, away from the caller: "at home", "on my work phone", "at my mum's"
+_AWAY = re.compile(
+    r"\b(?:at|in|on)\s+(?:home|work|the office|the kitchen|the car|(?:my|our|the) (?:other|old|work|home|"
+    r"previous|spare)\b|(?:my|our) \w+'s\b|my mum's|my mom's)"
+    r"|\b(?:upstairs|downstairs|at home|at work)\b"
+)
+# naming a place or person of the route's own that will know the caller: "reception can
+# check me in when I get there", "the desk can sort it out"
+_HANDING_OVER = re.compile(
+    r"\b(?:check|book|sign) me in\b|\blook me up\b|\b(?:know|find|recognise|recognize) me\b"
+    r"|\bsort (?:it|that|this|me) out\b|\bsort (?:it|that|this|me)\b|\bdeal with (?:it|that|me)\b"
+    r"|\b(?:give|tell) (?:them|her|him|the \w+ )?(?:my name|who i am)\b"
+)
+# "leave the seats for now": for a while, not for someone
+_FOR_A_WHILE = re.compile(r"\bfor (?:now|the moment|the time being|today|a bit|a while|later)\b")
+_ASKING_START = frozenset({"when", "where", "what", "which", "why", "how", "do", "does", "did", "is", "are", "was",
+                           "were", "who"})
 _LOSS = re.compile(
     r"\b(?:lost|deleted|threw|thrown|binned|recycled|recycling|shredded|gone|blew away|blown away)\b"
 )
@@ -144,6 +166,9 @@ class CallerCues:
     value_is_found: bool = True
     # a string of digits is named in a few words whatever its label ("the code")
     digits_names: frozenset[str] = frozenset()
+    # the words that name the go-on-without route alone ("reception", "desk"):
+    # ladder.flow.route_words.route_cues
+    go_on_words: frozenset[str] = frozenset()
 
     def read(self, text: str, picked: str | None) -> str | None:
         """The intent to use for `text`, given the classifier's pick (None: unsure)."""
@@ -168,7 +193,16 @@ class CallerCues:
         lacks = self._lacks(said)
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
             return self.go_on_without
-        if self.go_on_without and self.value_is_found and unsure_or_route and _ANOTHER_WAY.search(said):
+        aside = self._sets_aside(said)
+        if self.go_on_without and aside is True and picked in (None, self.wait, self.repeat):
+            return self.go_on_without
+        if picked == self.go_on_without and aside is False and lacks is None:
+            return None  # "skip the small print": setting something else aside
+        if self.go_on_without and self.value_is_found and (unsure_or_route or picked == self.wait) \
+                and _ANOTHER_WAY.search(said):
+            return self.go_on_without
+        if self.go_on_without and self.value_is_found and unsure_or_route and picked != self.go_on_without \
+                and self._hands_over(words):
             return self.go_on_without
         if self.go_on_without and self.value_is_found and picked in (None, self.wait) and self._cannot_check(said):
             return self.go_on_without
@@ -229,6 +263,29 @@ class CallerCues:
             return False
         return None
 
+    def _sets_aside(self, said: str) -> bool | None:
+        """True: the value set aside ("forget the reference", "leave the seats for now");
+        False: something else named and set aside ("skip the small print"); None: neither."""
+        cue = _SETTING_ASIDE.search(said)
+        if cue is None:
+            return None
+        after = _WORD.findall(_FOR_A_WHILE.sub("", said[cue.end():]))
+        if not after or after[0] not in _DETERMINERS:
+            return None  # "leave at nine", "forget it": not a thing named
+        head = [w for w in after[1:4] if w not in _DETERMINERS]
+        names = self.value_words | self.digits_names
+        if any(stem(w) in names for w in head[:2]) and not _of_another(after[2:]):
+            return True
+        return False
+
+    def _hands_over(self, words: list[str]) -> bool:
+        """The route's own place or person named as the one who will know the caller:
+        "reception can check me in when I get there"; not a question about it."""
+        if not self.go_on_words or words[0] in _ASKING_START:
+            return False
+        said = " ".join(words)
+        return bool(_HANDING_OVER.search(said)) and any(stem(w) in self.go_on_words for w in words)
+
     def _cannot_check(self, said: str) -> bool:
         """Not able to look where the value is: "I can't check", "I can't look it up",
         "I can't get into my messages"; not "I can't access the stop tap"."""
@@ -247,6 +304,14 @@ class CallerCues:
         device that failed ("my phone died"), not "my son has the car today"."""
         if _SENT_ELSEWHERE.search(said):
             return True
+        away = _AWAY.search(said)
+        if away is not None:
+            # "the letter's at home", "I left the card at the office", "it's on my work phone"
+            before = _WORD.findall(said[:away.start()])
+            things = [stem(w) for w in before[-4:] if w not in _DETERMINERS]
+            where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
+            if any(t in where for t in things) or (before and before[-1] in ("it's", "it", "that's")):
+                return True
         goes = _GOES_ELSEWHERE.search(said)
         if goes is not None and stem(goes.group(1)) in self.value_words | _WHERE_VALUES_ARE:
             return True
@@ -262,7 +327,11 @@ class CallerCues:
             # "my wife keeps all that"; but "my neighbour took it in" may be the parcel
             return not re.search(r"\b(?:took|takes|picked up|got)$", held.group(0))
         head = after[1] if after[0] in _DETERMINERS and len(after) > 1 else after[0]
-        return stem(head) in self.value_words | self.digits_names | _WHERE_VALUES_ARE
+        if stem(head) in self.value_words | self.digits_names | _WHERE_VALUES_ARE:
+            return True
+        # "my son sorts my appointments": the caller's own of what the question says the
+        # value is on; "my daughter has an appointment too" is hers
+        return after[0] in ("my", "the", "our") and stem(head) in self.asked_where
 
     def _names_value(self, said: str) -> bool:
         words = _WORD.findall(said)
@@ -303,9 +372,11 @@ def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[st
         if any(spec.slots[k].type != "yes_no" for k in stage.collect if k in spec.slots):
             where |= {stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in GENERAL_WORDS}
     value_is_found = any(kinds.get(k) != "choose" for k, slot in spec.slots.items() if slot.type != "yes_no")
+    go_on_words = route_cues(spec).get(go_on_without, frozenset()) if go_on_without else frozenset()
     return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
                       value_words=frozenset(names), found_in=frozenset(asked), asked_where=frozenset(where),
-                      value_is_found=value_is_found, digits_names=_DIGITS_NAMES if digits else frozenset())
+                      value_is_found=value_is_found, digits_names=_DIGITS_NAMES if digits else frozenset(),
+                      go_on_words=frozenset(go_on_words))
 
 
 _DIGITS_NAMES = frozenset({"number", "code", "reference", "ref", "id"})
