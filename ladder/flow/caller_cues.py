@@ -49,6 +49,21 @@ _WAIT_CUE = re.compile(
     r"|just (?:a )?(?:sec|second|moment|minute)|two ticks|back in a)"
 )
 
+# going to fetch or look, in the caller's own words: "I'll go and get the card", "let me
+# check my texts", "I'm looking for it now", "I'll have to ask my husband"; what follows
+# says of what (the value, where it is, someone to ask)
+_FETCHING = re.compile(
+    r"^(?:i'll|i will|let me|i need to|i have to|i've got to|i got to|i'll have to|i'll just|i'm|i am|"
+    r"(?:can|could) you (?:wait|hold on|hang on) while i|hold on while i|hang on while i|while i)\s+"
+    r"(?:just |quickly |have to |need to )?(?:go (?:and |to )?|going to |gonna )?"
+    r"(?P<verb>get|getting|grab|grabbing|fetch|fetching|find|finding|look for|looking for|look at|looking at|"
+    r"look through|looking through|look in|looking in|dig|digging|check|checking|search|searching|ask|asking|"
+    r"work out|working out|count|counting|pull up|open|log in|logging in|go downstairs|go upstairs|look|looking)\b"
+)
+_ASKING_SOMEONE = frozenset({"ask", "asking", "check", "checking"})
+# a question or a plan, not a wait: "let me know the interest rate", "I need to find out"
+_NOT_A_WAIT = re.compile(r"\blet (?:me|us) know\b|\bfind out\b")
+_LATER = re.compile(r"\b(?:later|tomorrow|tonight|next week|after|when i|once i)\b")
 _KEEPING = re.compile(r"\b(?:hold|hang) on to\b")
 
 _SAYING = r"(?:say|said|repeat|read|go over|go through|run through|run by|run that by|tell|ask|list|give)"
@@ -91,6 +106,12 @@ _SOMEONE_HAS = re.compile(
 )
 # (in the past: "can it go to my work" asks for a delivery; "the bills go to my old
 # address" is said of the value's own paper, below)
+# someone to ask: "my husband", "the others", "my friend"
+_SOMEONE = re.compile(
+    r"(?:my |the )?(?:husband|wife|partner|son|daughter|mum|mom|dad|mother|father|sister|brother|carer|others|"
+    r"other half|friend|friends|family|kids|children|boss|colleague|flatmate|housemate|doctor|doctor's letter|"
+    r"group|team)\b"
+)
 _SENT_ELSEWHERE = re.compile(
     r"\b(?:it|they|that|the \w+) (?:went|was sent|were sent|got sent|came) to (?:my \w+'s|"
     r"my old|my work|my other|my previous|the wrong|someone else|an old)\b"
@@ -185,6 +206,11 @@ class CallerCues:
             return self.wait
         if picked == self.wait and _KEEPING.search(said):
             return None  # "can you hold on to it": keeping something, not waiting
+        if picked == self.wait and _NOT_A_WAIT.search(said) and not _WAIT_CUE.match(rest):
+            return None  # "let me know when it's coming": asking, not waiting
+        if self.wait and picked != self.wait and self._fetches(rest) \
+                and (picked in (None, "ready") or (picked == self.go_on_without and not self._names_go_on(words))):
+            return self.wait
         if self.repeat and self._asks_again(words, said):
             # "sorry, I didn't get that": hearing, not having
             if picked != self.repeat and (unsure_or_route or picked in ("ready", "backchannel")):
@@ -262,6 +288,30 @@ class CallerCues:
         if (after[0] in _DETERMINERS or cue.group(0).endswith(" no")) and stem(head) not in self.found_in:
             return False
         return None
+
+    def _fetches(self, rest: str) -> bool:
+        """Going to fetch or look for the value now: "I'll go and get the card", "let me
+        check my texts", "I'll have to ask my husband", "can you wait while I log in";
+        not "I'll get the bus there", "I'm looking for the clinic", "I'll check it later"."""
+        cue = _FETCHING.match(rest)
+        if cue is None or _NOT_A_WAIT.search(rest) or _LATER.search(rest[cue.end():]):
+            return False
+        if cue.group(0).startswith(("can you", "could you", "hold on", "hang on")):
+            return True  # "can you wait while I ...": a wait asked for in so many words
+        after = [w for w in _WORD.findall(rest[cue.end():]) if w not in ("for", "through", "in", "at", "out", "up")]
+        if not after:
+            return True  # "let me look", "I'm looking"
+        if after[0] in _POINTING or after[0] in ("now", "quickly", "somewhere"):
+            return True  # "I'm looking for it now"
+        if cue.group("verb") in _ASKING_SOMEONE and after[0] in ("my", "the", "with") and _SOMEONE.match(
+                " ".join(after[1:] if after[0] != "with" else after[1:])):
+            return True  # "I'll have to ask my husband", "let me check with the others"
+        head = [w for w in after[:3] if w not in _DETERMINERS]
+        where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
+        return bool(head) and stem(head[0]) in where
+
+    def _names_go_on(self, words: list[str]) -> bool:
+        return any(stem(w) in self.go_on_words for w in words)
 
     def _sets_aside(self, said: str) -> bool | None:
         """True: the value set aside ("forget the reference", "leave the seats for now");
