@@ -56,9 +56,16 @@ _FETCHING = re.compile(
     r"^(?:i'll|i will|let me|i need to|i have to|i've got to|i got to|i'll have to|i'll just|i'm|i am|"
     r"(?:can|could) you (?:wait|hold on|hang on) while i|hold on while i|hang on while i|while i)\s+"
     r"(?:just |quickly |have to |need to )?(?:go (?:and |to )?|going to |gonna )?"
-    r"(?P<verb>get|getting|grab|grabbing|fetch|fetching|find|finding|look for|looking for|look at|looking at|"
+    r"(?P<verb>get|getting|grab|grabbing|fetch|fetching|find|finding|look for|looking for|"
     r"look through|looking through|look in|looking in|dig|digging|check|checking|search|searching|ask|asking|"
-    r"work out|working out|count|counting|pull up|open|log in|logging in|go downstairs|go upstairs|look|looking)\b"
+    r"work out|working out|count|counting|pull up|open|log in|logging in|go downstairs|go upstairs|"
+    r"look(?! at)|looking(?! at))\b"
+)
+# the value in front of the caller now, said like fetching it: "I'm looking at the card
+# now", "I've got the bill open" (ready, not a wait)
+_IN_FRONT = re.compile(
+    r"\b(?:i'm|i am) (?:looking at|reading|holding)\b|\b(?:i've got|i have|i've|got) (?:it|the \w+|my \w+)"
+    r"(?: \w+)? (?:here|open|up|in my hand|in front of me|on screen)\b"
 )
 _ASKING_SOMEONE = frozenset({"ask", "asking", "check", "checking"})
 # a question or a plan, not a wait: "let me know the interest rate", "I need to find out"
@@ -185,6 +192,8 @@ class CallerCues:
     # the value is found or known (not chosen): asking to be found another way, not
     # being able to look, the value somewhere else all stand for lacking it
     value_is_found: bool = True
+    # the intent of a caller back with the value (None where the flow has none)
+    ready: str | None = None
     # a string of digits is named in a few words whatever its label ("the code")
     digits_names: frozenset[str] = frozenset()
     # the words that name the go-on-without route alone ("reception", "desk"):
@@ -208,12 +217,14 @@ class CallerCues:
             return None  # "can you hold on to it": keeping something, not waiting
         if picked == self.wait and _NOT_A_WAIT.search(said) and not _WAIT_CUE.match(rest):
             return None  # "let me know when it's coming": asking, not waiting
+        if self.ready and self.value_is_found and picked in (None, self.wait) and self._in_front(said):
+            return self.ready
         if self.wait and picked != self.wait and self._fetches(rest) \
-                and (picked in (None, "ready") or (picked == self.go_on_without and not self._names_go_on(words))):
+                and (picked in (None, self.ready) or (picked == self.go_on_without and not self._names_go_on(words))):
             return self.wait
         if self.repeat and self._asks_again(words, said):
             # "sorry, I didn't get that": hearing, not having
-            if picked != self.repeat and (unsure_or_route or picked in ("ready", "backchannel")):
+            if picked != self.repeat and (unsure_or_route or picked in (self.ready, "backchannel")):
                 return self.repeat
             return picked
         lacks = self._lacks(said)
@@ -309,6 +320,16 @@ class CallerCues:
         head = [w for w in after[:3] if w not in _DETERMINERS]
         where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
         return bool(head) and stem(head[0]) in where
+
+    def _in_front(self, said: str) -> bool:
+        """The value, or what it is on, in front of the caller: "I'm looking at the card
+        now", "I've got the text open"; not "I'm looking at the meter now"."""
+        cue = _IN_FRONT.search(said)
+        if cue is None:
+            return False
+        said_of = [w for w in _WORD.findall(cue.group(0) + " " + said[cue.end():]) if w not in _DETERMINERS]
+        where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
+        return any(stem(w) in where for w in said_of[:6]) or bool(re.search(r"\bit\b", cue.group(0)))
 
     def _names_go_on(self, words: list[str]) -> bool:
         return any(stem(w) in self.go_on_words for w in words)
@@ -423,7 +444,7 @@ def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[st
             where |= {stem(w) for w in _WORD.findall((stage.say or "").lower()) if w not in GENERAL_WORDS}
     value_is_found = any(kinds.get(k) != "choose" for k, slot in spec.slots.items() if slot.type != "yes_no")
     go_on_words = route_cues(spec).get(go_on_without, frozenset()) if go_on_without else frozenset()
-    return CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=go_on_without,
+    return CallerCues(wait="wait_request", repeat="repeat_request", ready="ready", go_on_without=go_on_without,
                       value_words=frozenset(names), found_in=frozenset(asked), asked_where=frozenset(where),
                       value_is_found=value_is_found, digits_names=_DIGITS_NAMES if digits else frozenset(),
                       go_on_words=frozenset(go_on_words))
