@@ -67,6 +67,16 @@ _IN_FRONT = re.compile(
     r"\b(?:i'm|i am) (?:looking at|reading|holding)\b|\b(?:i've got|i have|i've|got) (?:it|the \w+|my \w+)"
     r"(?: \w+)? (?:here|open|up|in my hand|in front of me|on screen)\b"
 )
+# still looking: "I've got it here somewhere"
+_SOMEWHERE = re.compile(r"\bsomewhere\b(?! else)")
+# asking whether the value is needed at all: "do I really need the reference", "is the
+# number necessary" (of the value or "it")
+_NEEDED = re.compile(
+    r"^(?:do|must|will|would) (?:i|we|you) (?:really |actually |definitely |still |even )?"
+    r"(?:need|have to (?:have|give|know|find))\b(?P<of>.*)$"
+    r"|^(?:is|are) (?P<of2>(?:it|that|the \w+(?: \w+)?|my \w+(?: \w+)?)) (?:really |actually |definitely )?"
+    r"(?:necessary|needed|required|essential|a must)\b"
+)
 _ASKING_SOMEONE = frozenset({"ask", "asking", "check", "checking"})
 # a question or a plan, not a wait: "let me know the interest rate", "I need to find out"
 _NOT_A_WAIT = re.compile(r"\blet (?:me|us) know\b|\bfind out\b")
@@ -90,7 +100,7 @@ _QUESTION_WORD = re.compile(r"\b(?:what|which|how many|how long|how much)\b")
 # having none of something: the words after the cue say of what
 _LACK = re.compile(
     r"\b(?:i|we)\s+(?:don't|do not|didn't|did not|never|can't|cannot|couldn't)\s+"
-    r"(?:have|had|get|got|receive|received|keep|kept|find|see|remember|know)\b"
+    r"(?:have|had|get|got|receive|received|keep|kept|find|see|remember|know|write|save|note)\b"
     r"|\b(?:i|we)\s+(?:haven't|have not|hadn't|had not)(?:\s+(?:got|had|received|seen|kept|ever had))?\b"
     r"|\b(?:i've|i have|we've|i've got|i have got|there's|there is|there was|there are|there were)\s+(?:no|never)\b"
     r"|\bthere (?:wasn't|isn't|aren't|weren't)\b"
@@ -217,7 +227,10 @@ class CallerCues:
             return None  # "can you hold on to it": keeping something, not waiting
         if picked == self.wait and _NOT_A_WAIT.search(said) and not _WAIT_CUE.match(rest):
             return None  # "let me know when it's coming": asking, not waiting
-        if self.ready and self.value_is_found and picked in (None, self.wait) and self._in_front(said):
+        if self.wait and picked in (None, self.ready) and _SOMEWHERE.search(said) and self.value_is_found:
+            return self.wait  # "I've got it here somewhere": still looking
+        if self.ready and self.value_is_found and picked in (None, self.wait) and self._in_front(said) \
+                and not _SOMEWHERE.search(said) and not _WAIT_CUE.match(rest):
             return self.ready
         if self.wait and picked != self.wait and self._fetches(rest) \
                 and (picked in (None, self.ready) or (picked == self.go_on_without and not self._names_go_on(words))):
@@ -229,6 +242,8 @@ class CallerCues:
             return picked
         lacks = self._lacks(said)
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
+            return self.go_on_without
+        if self.go_on_without and self.value_is_found and picked is None and self._asks_if_needed(rest):
             return self.go_on_without
         aside = self._sets_aside(said)
         if self.go_on_without and aside is True and picked in (None, self.wait, self.repeat):
@@ -330,6 +345,19 @@ class CallerCues:
         said_of = [w for w in _WORD.findall(cue.group(0) + " " + said[cue.end():]) if w not in _DETERMINERS]
         where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
         return any(stem(w) in where for w in said_of[:6]) or bool(re.search(r"\bit\b", cue.group(0)))
+
+    def _asks_if_needed(self, rest: str) -> bool:
+        """Whether the value is needed at all: "do I really need the reference", "do I
+        have to have it", "is the number necessary"; not "do I need to bring anything"."""
+        cue = _NEEDED.match(rest)
+        if cue is None:
+            return False
+        of = _WORD.findall(cue.group("of") if cue.group("of") is not None else cue.group("of2"))
+        if not of:
+            return True
+        if of[0] == "to":
+            return False  # "do I need to bring anything": another thing to do
+        return of[0] in _POINTING or self._names_value(" ".join(of[:4]))
 
     def _names_go_on(self, words: list[str]) -> bool:
         return any(stem(w) in self.go_on_words for w in words)
