@@ -134,3 +134,67 @@ def test_not_able_to_look_and_losing(flow, text, picked, read):
 ])
 def test_the_value_somewhere_else(flow, text, picked, read):
     assert cues(flow).read(text, picked) == read
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    # setting the value aside, of the value only
+    ("clinic_checkin", "forget the booking number, just confirm me", None, "route:no_ref"),
+    ("water_account", "can we leave the account number out", "wait_request", "route:by_post"),
+    ("coach_tickets", "let's leave the seats for now", None, "route:website"),
+    ("loan_repayment", "skip the small print", "route:app", None),  # something else set aside
+    ("coach_tickets", "let's leave at nine", None, None),
+    ("clinic_checkin", "forget it", None, None),  # giving up, not the value named
+    # the value away from the caller, or with someone who sorts what it is on
+    ("clinic_checkin", "I left the letter in the car", None, "route:no_ref"),
+    ("parcel_redelivery", "the card's at work and I'm at home", None, "route:postcode"),
+    ("water_account", "it's on my other laptop", None, "route:by_post"),
+    ("clinic_checkin", "my husband sorts my appointments", None, "route:no_ref"),
+    ("clinic_checkin", "my daughter has an appointment too", None, None),  # hers, not the caller's
+    ("clinic_checkin", "I left my umbrella at home", None, None),
+    ("water_account", "it's on the top floor", None, None),
+    # the route's own place that will know the caller; not a question about it
+    ("clinic_checkin", "the reception can sort it out when I arrive", None, "route:no_ref"),
+    ("clinic_checkin", "when I arrive will reception check me in", None, None),
+    ("clinic_checkin", "reception can check me in", "route:nurse", "route:no_ref"),
+])
+def test_setting_aside_away_and_handing_over(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    # going to fetch or look for the value now is a wait
+    ("clinic_checkin", "I'll just go and get the letter", None, "wait_request"),
+    ("parcel_redelivery", "let me find it", None, "wait_request"),
+    ("water_account", "can you wait while I switch the computer on", None, "wait_request"),
+    ("school_absence", "I'll have to check with my partner", "route:email", "wait_request"),
+    ("school_absence", "I'll email the office later", "route:email", "route:email"),  # the route, named
+    ("clinic_checkin", "I'm looking for the clinic on the high street", None, None),  # not the value
+    ("parcel_redelivery", "I'll get a neighbour to take it in", None, None),
+    # asking, not waiting
+    ("clinic_checkin", "let me know if I need to fast", "wait_request", None),
+    ("water_account", "I need to find out why my bill went up", "wait_request", None),
+    ("clinic_checkin", "hang on, let me know when you're ready", "wait_request", "wait_request"),
+    # the value in front of the caller is ready; still looking is a wait
+    ("parcel_redelivery", "I'm reading it off the card now", "wait_request", "ready"),
+    ("clinic_checkin", "I've got the text open", None, "ready"),
+    ("clinic_checkin", "I've got the letter here somewhere", "ready", "wait_request"),
+    ("clinic_checkin", "hang on, I've got the letter open", "wait_request", "wait_request"),
+    ("water_account", "I'm looking at the meter now", None, None),
+    ("loan_repayment", "I'm reading the terms", None, None),  # a choice: nothing to have in front
+])
+def test_fetching_and_having(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read
+
+
+@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
+    ("clinic_checkin", "do I actually need the reference", None, "route:no_ref"),
+    ("parcel_redelivery", "do I have to have it", None, "route:postcode"),
+    ("water_account", "is the account number necessary", None, "route:by_post"),
+    ("clinic_checkin", "do I need to bring my glasses", None, None),
+    ("clinic_checkin", "is parking necessary", None, None),
+    ("coach_tickets", "do I need the seats", None, None),  # a choice is not found: no route by this shape
+    ("clinic_checkin", "I didn't save the text", None, "route:no_ref"),
+    ("clinic_checkin", "I didn't write down what time it is", None, None),
+])
+def test_asking_whether_it_is_needed(flow, text, picked, read):
+    assert cues(flow).read(text, picked) == read

@@ -4,7 +4,7 @@ read where the classifier is unsure, or where its pick contradicts them.
 A classifier learns sentences like the ones it saw; a caller who gives a reason
 ("hang on, the kettle's boiling"), or who says what they lack in their own words
 ("there's no number on anything I've got"), is read as "none" by it because the
-rest of the sentence is unlike any example. Three shapes carry the intent whatever
+rest of the sentence is unlike any example. These shapes carry the intent whatever
 follows them:
 
 - a **wait cue** leading the turn: "hold on", "hang on", "one moment", "bear with me",
@@ -20,11 +20,20 @@ follows them:
   idea it was coming") it is not a request to go on without the value, whatever the
   classifier thought. Where the value is found or known (not chosen), so is asking to
   be found another way ("can you use my NHS number"), not being able to look where
-  it is ("I'm out so I can't check", "I can't get into my messages"), and the value
-  being somewhere else ("my wife keeps all that", "my phone died").
+  it is ("I'm out so I can't check", "I can't get into my messages"), the value
+  being somewhere else ("my wife keeps all that", "my phone died", "I left the letter
+  at home"), asking whether it is needed at all ("do I really need the reference"),
+  and the route's own place named as the one who will know the caller ("reception can
+  check me in when I get there");
+- **setting the value aside**: "forget the reference", "leave the seats for now" (of
+  the value only: "skip the small print" is something else);
+- **fetching or looking, in the caller's own words**: "I'll go and get the card",
+  "let me check my texts", "I'll have to ask my husband", "can you wait while I log
+  in" are waits; "let me know" and "find out" are not; the value in front of the caller
+  ("I'm looking at the card now") is being ready, and "it's here somewhere" still looking.
 
 Each shape was added against a dev set and checked on a further one written before it
-was measured (README, "Your own flow": candidates F, G, H and J).
+was measured (README, "Your own flow": candidates F to N).
 
 Pure: a spec in, a reader out; the reader takes the caller's words and the
 classifier's pick and returns the intent to use.
@@ -53,8 +62,7 @@ _WAIT_CUE = re.compile(
 # check my texts", "I'm looking for it now", "I'll have to ask my husband"; what follows
 # says of what (the value, where it is, someone to ask)
 _FETCHING = re.compile(
-    r"^(?:i'll|i will|let me|i need to|i have to|i've got to|i got to|i'll have to|i'll just|i'm|i am|"
-    r"(?:can|could) you (?:wait|hold on|hang on) while i|hold on while i|hang on while i|while i)\s+"
+    r"^(?:i'll|i will|let me|i need to|i have to|i've got to|i got to|i'll have to|i'll just|i'm|i am|while i)\s+"
     r"(?:just |quickly |have to |need to )?(?:go (?:and |to )?|going to |gonna )?"
     r"(?P<verb>get|getting|grab|grabbing|fetch|fetching|find|finding|look for|looking for|"
     r"look through|looking through|look in|looking in|dig|digging|check|checking|search|searching|ask|asking|"
@@ -76,6 +84,10 @@ _NEEDED = re.compile(
     r"(?:need|have to (?:have|give|know|find))\b(?P<of>.*)$"
     r"|^(?:is|are) (?P<of2>(?:it|that|the \w+(?: \w+)?|my \w+(?: \w+)?)) (?:really |actually |definitely )?"
     r"(?:necessary|needed|required|essential|a must)\b"
+)
+_WAIT_WHILE = re.compile(
+    r"^(?:(?:can|could|would|will) you |please )?(?:wait|hold on|hang on|bear with me)"
+    r"(?: (?:a|one) (?:sec|second|moment|minute|tick))? while (?:i|we)\b"
 )
 _ASKING_SOMEONE = frozenset({"ask", "asking", "check", "checking"})
 # a question or a plan, not a wait: "let me know the interest rate", "I need to find out"
@@ -179,6 +191,7 @@ _LOSS = re.compile(
 # (not losing: "I've thrown the packaging out" may be where the value was, unnamed)
 _HAVING = re.compile(r"\b(?:have|had|haven't|hadn't|got|get|receive|received|keep|kept|no|wasn't|isn't|aren't|"
                      r"weren't|give|gave|given|send|sent|issue|issued|post|posted)\b")
+_KEEPING_IT = re.compile(r"\b(?:keep|kept|save|write|note)$")
 _DETERMINERS = frozenset({"a", "an", "the", "my", "any", "your", "his", "her", "their", "our", "some"})
 _POINTING = frozenset({"it", "that", "one", "them", "those", "what"})
 _ASKING = frozenset({"what", "which", "how", "where", "whatsoever"})
@@ -303,6 +316,9 @@ class CallerCues:
             return None  # "there's no one to ask", "there's no way I can": idioms, not a thing lacked
         if after[0] in _POINTING or (before and before[-1] in _POINTING | {"it's", "that's"}):
             return True
+        if _KEEPING_IT.search(cue.group(0)) and stem(after[1] if after[0] in _DETERMINERS and len(after) > 1
+                                                     else after[0]) in self.asked_where | _WHERE_VALUES_ARE:
+            return True  # "I didn't save the text", "I never kept the letter": where the value was
         if not _HAVING.search(cue.group(0)):
             return None  # not knowing, not finding: of what is not plain
         at = 1 if after[0] in _DETERMINERS and len(after) > 1 else 0
@@ -319,11 +335,11 @@ class CallerCues:
         """Going to fetch or look for the value now: "I'll go and get the card", "let me
         check my texts", "I'll have to ask my husband", "can you wait while I log in";
         not "I'll get the bus there", "I'm looking for the clinic", "I'll check it later"."""
+        if _WAIT_WHILE.match(rest):
+            return True  # "can you wait while I ...": a wait asked for in so many words
         cue = _FETCHING.match(rest)
         if cue is None or _NOT_A_WAIT.search(rest) or _LATER.search(rest[cue.end():]):
             return False
-        if cue.group(0).startswith(("can you", "could you", "hold on", "hang on")):
-            return True  # "can you wait while I ...": a wait asked for in so many words
         after = [w for w in _WORD.findall(rest[cue.end():]) if w not in ("for", "through", "in", "at", "out", "up")]
         if not after:
             return True  # "let me look", "I'm looking"
