@@ -55,9 +55,15 @@ async def rehearse_headless(
     interactive = lines is None and sys.stdin.isatty()
 
     def reader() -> None:  # blocking reads stay off the loop
-        for line in source:
-            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
-        loop.call_soon_threadsafe(queue.put_nowait, None)
+        try:
+            for line in source:
+                loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
+        except (OSError, ValueError):
+            pass  # the terminal went away (hung up, closed): input has ended
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+        except RuntimeError:
+            pass  # the call already ended and its loop closed: nobody is reading
 
     await session.start()
     threading.Thread(target=reader, daemon=True).start()

@@ -238,3 +238,23 @@ def test_what_is_done_after_a_waiting_typed_turn_waits_behind_it():
         await session.stop()
 
     asyncio.run(body())
+
+
+def test_a_terminal_that_hangs_up_ends_the_input_without_a_traceback(tmp_path):
+    # reading a hung-up terminal raises OSError (EIO) in the reader thread: that is the
+    # end of input, and the call goes on to close by itself as with a closed pipe
+    import threading
+
+    def hung_up():
+        yield "4 8 2 1"
+        raise OSError(5, "Input/output error")
+
+    errors = []
+    previous = threading.excepthook
+    threading.excepthook = errors.append
+    try:
+        outcome, _lines, _stream, _session = rehearse(hung_up())
+    finally:
+        threading.excepthook = previous
+    assert errors == []
+    assert outcome is not None
