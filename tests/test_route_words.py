@@ -79,5 +79,9 @@ def test_the_classifier_takes_the_named_route_where_it_was_unsure_and_keeps_its_
     # the words decide nothing without an ask for another way, nor over a sure reading
     assert matcher.match("what time does reception open")[0] is None
     assert matcher.match("put me through to reception please")[0] == "route:nurse"
+    # without the route's words (nor the caller cues, which read "reception ... look me
+    # up" as the route's own place that will know the caller) the classifier alone is unsure
     matcher.chosen_by_words = frozenset()
+    assert matcher.match("can reception look me up instead")[0] == "route:no_ref"  # the cues still read it
+    matcher.cues = None
     assert matcher.match("can reception look me up instead")[0] != "route:no_ref"
