@@ -140,6 +140,7 @@ def test_the_value_somewhere_else(flow, text, picked, read):
     # setting the value aside, of the value only
     ("clinic_checkin", "forget the booking number, just confirm me", None, "route:no_ref"),
     ("water_account", "can we leave the account number out", "wait_request", "route:by_post"),
+    ("clinic_checkin", "forget about the reference", None, "route:no_ref"),
     ("coach_tickets", "let's leave the seats for now", None, "route:website"),
     ("loan_repayment", "skip the small print", "route:app", None),  # something else set aside
     ("coach_tickets", "let's leave at nine", None, None),

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from .route_words import GENERAL_WORDS, route_cues, stem
 
@@ -165,7 +166,7 @@ _ANOTHER_WAY = re.compile(
 # setting the value aside: "forget the reference", "let's leave the number out", "skip
 # the seats for now" (of the value only: "skip the small print" is something else)
 _SETTING_ASIDE = re.compile(
-    r"\b(?:forget|skip|leave|never mind|ignore|without|forget about|do without|manage without)\s+"
+    r"\b(?:forget about|never mind|do without|manage without|forget|skip|leave|ignore|without)\s+"
 )
 # where a thing is, away from the caller: "at home", "on my work phone", "at my mum's"
 _AWAY = re.compile(
@@ -331,6 +332,12 @@ class CallerCues:
             return False
         return None
 
+    @cached_property
+    def _value_places(self) -> frozenset[str]:
+        """The value's names and where it is: what the caller fetches, has in front of
+        them or left somewhere."""
+        return self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
+
     def _fetches(self, rest: str) -> bool:
         """Going to fetch or look for the value now: "I'll go and get the card", "let me
         check my texts", "I'll have to ask my husband", "can you wait while I log in";
@@ -345,12 +352,11 @@ class CallerCues:
             return True  # "let me look", "I'm looking"
         if after[0] in _POINTING or after[0] in ("now", "quickly", "somewhere"):
             return True  # "I'm looking for it now"
-        if cue.group("verb") in _ASKING_SOMEONE and after[0] in ("my", "the", "with") and _SOMEONE.match(
-                " ".join(after[1:] if after[0] != "with" else after[1:])):
+        if cue.group("verb") in _ASKING_SOMEONE and after[0] in ("my", "the", "with") \
+                and _SOMEONE.match(" ".join(after[1:])):
             return True  # "I'll have to ask my husband", "let me check with the others"
         head = [w for w in after[:3] if w not in _DETERMINERS]
-        where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
-        return bool(head) and stem(head[0]) in where
+        return bool(head) and stem(head[0]) in self._value_places
 
     def _in_front(self, said: str) -> bool:
         """The value, or what it is on, in front of the caller: "I'm looking at the card
@@ -359,8 +365,7 @@ class CallerCues:
         if cue is None:
             return False
         said_of = [w for w in _WORD.findall(cue.group(0) + " " + said[cue.end():]) if w not in _DETERMINERS]
-        where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
-        return any(stem(w) in where for w in said_of[:6]) or bool(re.search(r"\bit\b", cue.group(0)))
+        return any(stem(w) in self._value_places for w in said_of[:6]) or "it" in _WORD.findall(cue.group(0))
 
     def _asks_if_needed(self, rest: str) -> bool:
         """Whether the value is needed at all: "do I really need the reference", "do I
@@ -424,8 +429,7 @@ class CallerCues:
             # "the letter's at home", "I left the card at the office", "it's on my work phone"
             before = _WORD.findall(said[:away.start()])
             things = [stem(w) for w in before[-4:] if w not in _DETERMINERS]
-            where = self.value_words | self.digits_names | _WHERE_VALUES_ARE | self.asked_where
-            if any(t in where for t in things) or (before and before[-1] in ("it's", "it", "that's")):
+            if any(t in self._value_places for t in things) or (before and before[-1] in ("it's", "it", "that's")):
                 return True
         goes = _GOES_ELSEWHERE.search(said)
         if goes is not None and stem(goes.group(1)) in self.value_words | _WHERE_VALUES_ARE:
