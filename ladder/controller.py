@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .effects import Answered, Effect, Trace
 from .episodes import Episodes
-from .events import Event, TimerFired, identities
+from .events import EVENT_TYPES, TIMER_KINDS, Event, TimerFired, identities
 from .holds import Holds
 from .policy import LadderPolicy
 from .prompting import Prompting
@@ -44,7 +44,7 @@ from .states import (
 from .tool_waits import ToolWaits
 from .turns import Turns
 from .waits import TurnRef, WaitCoordinator
-from .windows import Windows
+from .windows import _FIRE, Windows
 
 _OWN = object()  # a trace identity not given: the controller's own (its episode, its stage)
 
@@ -116,11 +116,19 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
 
     def handle(self, event: Event, now: float) -> list[Effect]:
         """Feed one event at monotonic time `now` (ms). Returns effects in order."""
-        if not isinstance(event, Event):
+        # the hottest path of the core: the handler found by the event's class, the
+        # clock checked inline; the general checks run only when these fast ones fail
+        handler = _HANDLERS_BY_TYPE[self.state].get(event.__class__)
+        if handler is None and not isinstance(event, Event):
             raise ProtocolError(f"expected a ladder event, got {type(event).__name__}")
-        self._advance_clock(now)
+        cls = now.__class__
+        if (cls is not float and cls is not int) or (now < self.now and self._clock_started):
+            self._advance_clock(now)  # raises: not a number, or time going backwards
+        self._clock_started = True
+        self.now = now
         self._effects = []
-        handler = _HANDLERS[self.state].get(event.kind)
+        if handler is None:
+            handler = _HANDLERS[self.state].get(event.kind)  # a subclass of an event type
         if handler is None:
             self._reject(event)
         else:
@@ -129,9 +137,11 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
 
     def next_deadline(self) -> float | None:
         """When the controller next needs `handle_timer`, or None."""
-        if not self.timers:
-            return None
-        return min(t.due for t in self.timers.values())
+        due = None
+        for timer in self.timers.values():
+            if due is None or timer.due < due:
+                due = timer.due
+        return due
 
     def handle_timer(self, now: float) -> list[Effect]:
         """Fire every timer due at `now`, earliest first (the aioquic style)."""
@@ -150,11 +160,13 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         A driver that journals every input feeds this event itself (so a recording
         holds each firing), instead of reading the controller's timer store.
         """
-        due = [t for t in self.timers.values() if t.due <= now]
-        if not due:
+        first = None
+        for timer in self.timers.values():
+            if timer.due <= now and (first is None or (timer.due, timer.generation) < (first.due, first.generation)):
+                first = timer
+        if first is None:
             return None
-        timer = min(due, key=lambda t: (t.due, t.generation))
-        return TimerFired(timer.kind, timer.generation)  # type: ignore[arg-type]
+        return TimerFired(first.kind, first.generation)  # type: ignore[arg-type]
 
     def timer(self, kind: str) -> Timer | None:
         return self.timers.get(kind)
@@ -248,8 +260,6 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         self, kind: str, reason: str, question=_OWN, episode=_OWN, generation=None, token=None, turn=None,
         stage=_OWN, **detail,
     ) -> None:
-        # the hottest path of the core (several records an event): identities as
-        # keywords
         ep = self.episode
         if ep is None:
             own_question = own_episode = own_stage = None
@@ -269,6 +279,28 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         fields["token"] = token
         fields["turn"] = turn
         fields["stage"] = own_stage if stage is _OWN else stage
+        fields["detail"] = detail
+        self._effects.append(trace)
+
+    def _note(self, kind: str, reason: str, generation, token, detail: dict, turn: str | None = None) -> None:
+        """`_trace` for the hottest records (timers, states, prompts): the controller's own
+        identities, the detail given as a dict; positional, so cheaper to call."""
+        ep = self.episode
+        trace = _new_trace(Trace)
+        fields = trace.__dict__
+        fields["kind"] = kind
+        fields["reason"] = reason
+        fields["at"] = self.now
+        fields["state"] = self.state._value_
+        if ep is None:
+            fields["question"] = fields["episode"] = None
+        else:
+            fields["question"] = ep.question
+            fields["episode"] = ep.id
+        fields["generation"] = generation
+        fields["token"] = token
+        fields["turn"] = turn
+        fields["stage"] = None if ep is None else self._stage_names[ep.stage_index]
         fields["detail"] = detail
         self._effects.append(trace)
 
@@ -294,10 +326,10 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
     # -- state and prompts ------------------------------------------------------------
 
     def _set_state(self, state: State, reason: str) -> None:
-        if state is not self.state:
-            previous = self.state
+        previous = self.state
+        if state is not previous:
             self.state = state
-            self._trace("state", reason, previous=previous.value)
+            self._note("state", reason, None, None, {"previous": previous._value_})
 
 
     # -- watchdog (W2) ----------------------------------------------------------------
@@ -310,6 +342,9 @@ _new_trace = object.__new__
 
 # TRANSITIONS names each state's handlers; looked up once, not per event
 _HANDLERS = {state: {kind: getattr(Controller, name) for kind, name in table.items()} for state, table in TRANSITIONS.items()}
+# the same table keyed by event class: handle() finds a handler without asking the event its kind
+_FIRE.update({kind: getattr(Controller, f"_fire_{kind}") for kind in TIMER_KINDS})
+_HANDLERS_BY_TYPE = {state: {EVENT_TYPES[kind]: h for kind, h in table.items()} for state, table in _HANDLERS.items()}
 
 
 class _RecentSet:

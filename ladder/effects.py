@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from .frozen import fast_init
+
 TRACE_SCHEMA = 1
 
 PromptKind = Literal[
@@ -175,6 +177,10 @@ class Trace(Effect):
         # dict is the record (the generic walk over fields was a third of a replay)
         return {"schema": TRACE_SCHEMA, **self.__dict__}
 
+
+for _cls in (RequestPrompt, CancelPrompt, Answered, RouteTaken, EpisodeEnded, SessionClosed, CallTool, ToolDenied,
+             SlotFilled, TimingChanged, FlowEnded, Trace):
+    fast_init(_cls)  # the core makes several an event: construction at a fraction of the cost
 
 _new_object = object.__new__
 _set_attribute = object.__setattr__

@@ -7,7 +7,7 @@ controller's, set up in its __init__); pure like the rest of the core."""
 
 from __future__ import annotations
 
-from .events import TimerFired
+from .events import TIMER_KINDS, TimerFired
 from .policy import digits_heard, drop_placeholders, sentences
 from .states import FINAL_PROMPT_STATUSES, Closing, PromptRecord, PromptStatus, State, Timer
 
@@ -16,34 +16,30 @@ class Windows:
     """Windows and generations: timers, the ladder's stages, the episode deadline."""
 
     def _arm(self, kind: str, due: float, origin: str = "", turn: str | None = None) -> Timer:
-        old = self.timers.get(kind)
-        if old is not None:
+        if kind in self.timers:
             self._disarm(kind, "rearmed")  # the replaced timer's callback is stale: say so
-        self._generation += 1
-        timer = Timer(kind, self._generation, due, self.now, origin, turn)
-        self.timers[kind] = timer
-        detail = {"timer": kind, "due": due, "origin": origin}
-        if turn is not None:
-            detail["turn"] = turn
-        self._trace(f"{kind}_armed", origin or "armed", generation=timer.generation, **detail)
+        self._generation = generation = self._generation + 1
+        timer = self.timers[kind] = _new_timer(Timer, (kind, generation, due, self.now, origin, turn))
+        self._note(_ARMED[kind], origin or "armed", generation, None, {"timer": kind, "due": due, "origin": origin}, turn)
         return timer
 
     def _disarm(self, kind: str, reason: str) -> Timer | None:
         timer = self.timers.pop(kind, None)
         if timer is not None:
-            self._invalidated[timer.generation] = reason
-            if len(self._invalidated) > 256:
-                del self._invalidated[next(iter(self._invalidated))]
-            self._trace(
-                "timer_invalidated", reason, generation=timer.generation, timer=kind
-            )
+            invalidated = self._invalidated
+            invalidated[timer.generation] = reason
+            if len(invalidated) > 256:
+                del invalidated[next(iter(invalidated))]
+            self._note("timer_invalidated", reason, timer.generation, None, {"timer": kind})
         return timer
 
     def _invalidate_no_input(self, reason: str) -> None:
         """Resumption, holds, tools, recovery: no queued no-input callback may act."""
         self._end_hold_accounting()
-        for kind in ("window", "hold", "still_waiting", "playback_estimate"):
-            self._disarm(kind, reason)
+        timers = self.timers
+        for kind in _NO_INPUT_TIMERS:
+            if kind in timers:
+                self._disarm(kind, reason)
         # a bumped generation also makes any callback queued before this point stale
         self._generation += 1
 
@@ -65,8 +61,8 @@ class Windows:
         self._fired[key] = self.now
         if len(self._fired) > 256:
             del self._fired[next(iter(self._fired))]
-        self._trace("timer_fired", event.timer, generation=event.generation, timer=event.timer)
-        getattr(self, f"_fire_{event.timer}")(armed)
+        self._note("timer_fired", event.timer, event.generation, None, {"timer": event.timer})
+        _FIRE[event.timer](self, armed)
 
     def _fire_window(self, timer: Timer) -> None:
         self._advance_stage(reason="no_input", generation=timer.generation)
@@ -207,5 +203,12 @@ class Windows:
         )
         self._set_state(State.PROMPTING, "reminder_requested")
 
+
+_new_timer = tuple.__new__  # a Timer without its named tuple's Python-level __new__
+_NO_INPUT_TIMERS = ("window", "hold", "still_waiting", "playback_estimate")
+_ARMED = {kind: f"{kind}_armed" for kind in TIMER_KINDS}
+# timer kind -> the controller method its firing runs; filled in by the controller module
+# (the methods live in several of its mixins)
+_FIRE: dict = {}
 
 __all__ = ["Windows"]
