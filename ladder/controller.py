@@ -24,11 +24,13 @@ with their seam, one module each, a short read:
 
 from __future__ import annotations
 
+import functools
+
 from .effects import Answered, Effect, Trace
 from .episodes import Episodes
 from .events import EVENT_TYPES, TIMER_KINDS, Event, TimerFired, identities
 from .holds import Holds
-from .policy import LadderPolicy
+from .policy import LadderPolicy, sentences
 from .prompting import Prompting
 from .recovery import Recovery
 from .states import (
@@ -53,7 +55,7 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
     """One caller session's no-input controller."""
 
     def __init__(self, policy: LadderPolicy | None = None) -> None:
-        self.policy = policy or LadderPolicy()
+        self.policy = policy or _default_policy()
         self.state = State.IDLE
         self.now: float = 0.0  # the latest `now` seen; never read from a clock
         self._clock_started = False
@@ -100,15 +102,28 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
     def policy(self, policy: LadderPolicy) -> None:
         self._policy = policy
         self._stage_names = tuple(stage.name for stage in policy.stages)  # read by every trace
-        self._composed: dict[str, tuple] = {}  # stage -> its prompt as composed under this policy
 
-    def _compose(self, stage) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-        """The policy's `compose`, once per stage and policy (a policy is frozen; a route
-        switched on or off makes a new one)."""
-        composed = self._composed.get(stage.name)
-        if composed is None or composed[0] is not stage:
-            composed = self._composed[stage.name] = (stage, self._policy.compose(stage))
-        return composed[1]
+    def _compose(self, stage, slot: str | None = None) -> tuple[str, tuple[str, ...], tuple[str, ...], bool]:
+        """The policy's `compose` of `stage` (with `slot` for `{slot}` if given), and
+        whether it came out with fewer sentences than the stage's wording.
+
+        Memoized across controllers (every session of a replayed corpus shares its
+        policy): a composition depends only on the stage, the policy's routes and the
+        slot's words, all immutable. An entry holds the objects it was made from, so
+        their ids in its key cannot be reused while it exists.
+        """
+        policy = self._policy
+        routes = policy.routes
+        spoken = policy.slot if slot is None else slot
+        key = (id(stage), id(routes), spoken)
+        hit = _COMPOSED.get(key)
+        if hit is None or hit[0] is not stage or hit[1] is not routes:
+            text, offered, left_out = policy.compose(stage, spoken)
+            short = bool(stage.prompt) and len(sentences(text)) < len(sentences(stage.prompt))
+            if len(_COMPOSED) >= 4096:
+                _COMPOSED.clear()
+            hit = _COMPOSED[key] = (stage, routes, (text, offered, left_out, short))
+        return hit[2]
 
     @property
     def generation(self) -> int:
@@ -340,6 +355,15 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
 
 _new_trace = object.__new__
 
+
+@functools.cache
+def _default_policy() -> LadderPolicy:
+    """The default policy, validated once: a policy is frozen, so every controller that
+    was given none can share it (a corpus replays thousands of sessions)."""
+    return LadderPolicy()
+
+_COMPOSED: dict[tuple, tuple] = {}  # Controller._compose's memo
+
 # TRANSITIONS names each state's handlers; looked up once, not per event
 _HANDLERS = {state: {kind: getattr(Controller, name) for kind, name in table.items()} for state, table in TRANSITIONS.items()}
 # the same table keyed by event class: handle() finds a handler without asking the event its kind
@@ -347,23 +371,22 @@ _FIRE.update({kind: getattr(Controller, f"_fire_{kind}") for kind in TIMER_KINDS
 _HANDLERS_BY_TYPE = {state: {EVENT_TYPES[kind]: h for kind, h in table.items()} for state, table in _HANDLERS.items()}
 
 
-class _RecentSet:
-    """A set that forgets its oldest members: turn bookkeeping stays bounded (W6)."""
+class _RecentSet(dict):
+    """A set that forgets its oldest members: turn bookkeeping stays bounded (W6).
+
+    A dict of members to None, so `in` is the dict's own (the core asks it every turn)."""
 
     def __init__(self, limit: int = 256) -> None:
-        self._items: dict = {}
+        super().__init__()
         self._limit = limit
 
     def add(self, item) -> None:
-        self._items[item] = None
-        if len(self._items) > self._limit:
-            del self._items[next(iter(self._items))]
+        self[item] = None
+        if len(self) > self._limit:
+            del self[next(iter(self))]
 
     def discard(self, item) -> None:
-        self._items.pop(item, None)
-
-    def __contains__(self, item) -> bool:
-        return item in self._items
+        self.pop(item, None)
 
 
 __all__ = ["Controller", "ProtocolError", "State", "PromptStatus", "TRANSITIONS", "Timer"]

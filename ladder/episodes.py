@@ -43,8 +43,8 @@ class Episodes:
             started_at=self.now,
         )
         self.episodes.append(self.episode)
-        self._trace("episode_started", "question_asked", phase=event.phase)
-        self._arm("deadline", self.now + self.policy.episode_ms, "episode_start")
+        self._note("episode_started", "question_asked", None, None, {"phase": event.phase})
+        self._arm("deadline", self.now + self._policy.episode_ms, "episode_start")
         if self.state is State.RECOVERING:
             # the caller cannot be heard yet: the repair asks it (L9), never silently lost
             self._trace("question_deferred", "recovering", question=event.question)
@@ -104,16 +104,12 @@ class Episodes:
         self._end_hold_accounting()
         ep.outcome = outcome
         self._disarm("deadline", "episode_ended")
-        pending = tuple(sorted(self.unresolved_or_running()))
-        self._emit(EpisodeEnded(ep.question, ep.id, outcome, reason, pending))
-        self._trace(
-            "episode_ended",
-            reason,
-            outcome=outcome,
-            prompt_sequence=list(ep.prompt_sequence),
-            pending_tools=list(pending),
-            hold_used_ms=ep.hold_used_ms,
-        )
+        pending = tuple(sorted(self.unresolved_or_running())) if self.tools or self.unresolved_tools else ()
+        self._effects.append(EpisodeEnded(ep.question, ep.id, outcome, reason, pending))
+        self._note("episode_ended", reason, None, None, {
+            "outcome": outcome, "prompt_sequence": list(ep.prompt_sequence), "pending_tools": list(pending),
+            "hold_used_ms": ep.hold_used_ms,
+        })
 
     def use_policy(self, policy: LadderPolicy) -> None:
         """Take another policy from the next question on (per-stage ladder overrides).
@@ -151,7 +147,7 @@ class Episodes:
             self._end_episode("closed_incomplete", "session_ended_by_flow")
         text = event.text or None
         if event.close_as != "completed" and self.unresolved_or_running():
-            text = self.policy.close_pending  # L10: an unknown outcome is said to be pending
+            text = self._policy.close_pending  # L10: an unknown outcome is said to be pending
         outcome = event.close_as if event.close_as in OUTCOMES else "closed_incomplete"
         self._close(outcome, event.reason, text, cancellable=False)  # type: ignore[arg-type]
 
@@ -160,10 +156,10 @@ class Episodes:
         self._close("caller_disconnected", event.reason, None, cancellable=False)
 
     def _on_route_availability(self, event: SetRouteAvailability) -> None:
-        if self.policy.route(event.route) is None:
+        if self._policy.route(event.route) is None:
             self._stale("unknown_route", event)
             return
-        self.policy = self.policy.with_route_availability(event.route, event.available)
+        self.policy = self._policy.with_route_availability(event.route, event.available)
         self._route_switches[event.route] = event.available
         self._trace("route_availability", "available" if event.available else "unavailable", route=event.route)
 

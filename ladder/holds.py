@@ -29,23 +29,23 @@ class Holds:
         if self._ask_unasked("question_after_unread_turn"):
             return
         on_complete = "window" if self.pending_episode is not None else None
-        self._request_prompt("reprompt", self.policy.reprompt, on_complete=on_complete)
+        self._request_prompt("reprompt", self._policy.reprompt, on_complete=on_complete)
         if on_complete:
             self._set_state(State.PROMPTING, "reprompt_requested")
 
     def _hold_allowance(self) -> float:
         ep = self.episode
         assert ep is not None
-        left = self.policy.hold_budget_ms - ep.hold_used_ms
+        left = self._policy.hold_budget_ms - ep.hold_used_ms
         # with a still-waiting cadence the hold keeps the caller company to its budget
-        return left if self.policy.still_waiting_ms is not None else min(self.policy.hold_ms, left)
+        return left if self._policy.still_waiting_ms is not None else min(self._policy.hold_ms, left)
 
     def _arm_still_waiting(self, origin: str) -> None:
         """The next still-waiting line, if it can be said before the hold ends."""
-        every, ep = self.policy.still_waiting_ms, self.episode
+        every, ep = self._policy.still_waiting_ms, self.episode
         if every is None or ep is None or ep.hold_until is None:
             return
-        line_ms = max(1, len(self.policy.still_waiting.split())) * self.policy.ms_per_word
+        line_ms = max(1, len(self._policy.still_waiting.split())) * self._policy.ms_per_word
         due = self.now + every
         if due + line_ms <= ep.hold_until:
             self._arm("still_waiting", due, origin)
@@ -53,7 +53,7 @@ class Holds:
     def _fire_still_waiting(self, timer: Timer) -> None:
         # said while the hold runs on: the hold's own timer still ends it at the budget
         self._trace("still_waiting", "cadence", generation=timer.generation)
-        self._request_prompt("still_waiting", self.policy.still_waiting, on_complete="still_waiting")
+        self._request_prompt("still_waiting", self._policy.still_waiting, on_complete="still_waiting")
 
     def _start_hold(self, origin: str) -> None:
         ep = self.pending_episode
@@ -108,7 +108,7 @@ class Holds:
                     self._acknowledge()
             return
         ep = self.episode
-        rule = self.policy.reset["wait_request"]
+        rule = self._policy.reset["wait_request"]
         if rule.hold_budget == "reset":
             ep.hold_used_ms = 0.0
         self._suspended = None
@@ -138,10 +138,10 @@ class Holds:
 
     def _acknowledge(self) -> None:
         if self.pending_episode is None:
-            self._request_prompt("acknowledgement", self.policy.acknowledgement, on_complete=None)
+            self._request_prompt("acknowledgement", self._policy.acknowledgement, on_complete=None)
             return
         self.episode.held = True
-        self._request_prompt("acknowledgement", self.policy.acknowledgement, on_complete="hold")
+        self._request_prompt("acknowledgement", self._policy.acknowledgement, on_complete="hold")
         self._set_state(State.HELD, "acknowledgement_requested")
 
 

@@ -415,7 +415,7 @@ class LadderPolicy(_Frozen):
         )
         return self.model_copy(update={"routes": routes})
 
-    def compose(self, stage: Stage) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    def compose(self, stage: Stage, slot: str | None = None) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         """A ladder stage's prompt as it may be spoken now: (text, routes offered, routes left out).
 
         `{routes}` becomes the offers of the stage's routes that are available now,
@@ -423,7 +423,8 @@ class LadderPolicy(_Frozen):
         the sentence holding it is left out. A sentence that names a route that is not
         available now (Route.named_by) is left out, and so is one with a placeholder
         nobody filled: the agent never promises a switched-off route or reads braces
-        aloud. The text may come out empty: the stage then waits quietly.
+        aloud. The text may come out empty: the stage then waits quietly. `slot`, when
+        given, is what `{slot}` says instead of the policy's own (the rest of a value).
         """
         listed = [self.route(r) for r in stage.routes]
         available = [r for r in listed if r is not None and r.available]
@@ -432,7 +433,7 @@ class LadderPolicy(_Frozen):
         unavailable = [r for r in self.routes if not r.available]
         left_out = {r.id for r in listed if r is not None and not r.available}
         kept = []
-        for sentence in sentences((stage.prompt or "").replace(SLOT_PLACEHOLDER, self.slot)):
+        for sentence in sentences((stage.prompt or "").replace(SLOT_PLACEHOLDER, self.slot if slot is None else slot)):
             if ROUTES_PLACEHOLDER in sentence:
                 if not offers:
                     continue

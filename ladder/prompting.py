@@ -26,9 +26,9 @@ class Prompting:
         """What `{slot}` says now: after part of the value was heard, a reminder asks for
         the rest of it ("If you don't have the rest of your reference code to hand")."""
         ep = self.episode
-        if kind == "reminder" and ep is not None and ep.part_heard and self.policy.partial_slot:
-            return self.policy.partial_slot.replace(SLOT_PLACEHOLDER, self.policy.slot)
-        return self.policy.slot
+        if kind == "reminder" and ep is not None and ep.part_heard and self._policy.partial_slot:
+            return self._policy.partial_slot.replace(SLOT_PLACEHOLDER, self._policy.slot)
+        return self._policy.slot
 
     def _request_prompt(
         self,
@@ -47,7 +47,7 @@ class Prompting:
             text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self._spoken_slot(kind)))
         self._token += 1
         token = self._token
-        estimate = max(1, len(text.split())) * self.policy.ms_per_word
+        estimate = max(1, len(text.split())) * self._policy.ms_per_word
         ep = self.episode
         self.prompts[token] = self._open_prompts[token] = PromptRecord(
             token,
@@ -80,7 +80,7 @@ class Prompting:
                 estimate_ms=estimate,
             )
         )
-        self._trace("prompt_requested", kind, token=token, prompt=kind, routes=list(routes))
+        self._note("prompt_requested", kind, None, token, {"prompt": kind, "routes": list(routes)})
         # the agent is speaking to the caller: any missing-response alarm is answered
         if kind not in ("filler", "channel_recovery"):
             self._satisfy_watchdog(f"{kind}_requested")
@@ -88,7 +88,7 @@ class Prompting:
             self._boundary = token
             self._arm(
                 "playback_estimate",
-                (self.now) + estimate + self.policy.completion_grace_ms,
+                (self.now) + estimate + self._policy.completion_grace_ms,
                 origin="estimate_from_request",
             )
         return token
@@ -102,7 +102,7 @@ class Prompting:
         else:
             record.status = PromptStatus.INTERRUPTED
         self._emit(CancelPrompt(token, reason))
-        self._trace(f"prompt_{record.status.value}", reason, token=token, prompt=record.kind)
+        self._note(f"prompt_{record.status._value_}", reason, None, token, {"prompt": record.kind})
         if self._boundary == token:
             self._boundary = None
             self._disarm("playback_estimate", reason)
@@ -141,7 +141,7 @@ class Prompting:
         if self._boundary == event.token:
             self._arm(
                 "playback_estimate",
-                self.now + event.duration_ms + self.policy.completion_grace_ms,
+                self.now + event.duration_ms + self._policy.completion_grace_ms,
                 origin="estimate_from_send",
             )
 
@@ -154,7 +154,7 @@ class Prompting:
             return
         record.status = PromptStatus.STARTED
         record.started_at = self.now
-        self._trace("prompt_started", record.kind, token=event.token, prompt=record.kind)
+        self._note("prompt_started", record.kind, None, event.token, {"prompt": record.kind})
         ep = self.episode
         if record.kind == "reminder" and ep is not None and record.episode == ep.id:
             ep.checked = True
@@ -165,7 +165,7 @@ class Prompting:
             duration = record.duration_ms or record.estimate_ms
             self._arm(
                 "playback_estimate",
-                self.now + duration + self.policy.completion_grace_ms,
+                self.now + duration + self._policy.completion_grace_ms,
                 origin="estimate_from_start",
             )
 
@@ -183,8 +183,10 @@ class Prompting:
             # a completion without a start still proves the audio reached the endpoint
             self._on_playback_started(PlaybackStarted(event.token))
         record.status = PromptStatus.COMPLETED
-        extra = {"transcript": event.transcript} if event.transcript is not None else {}
-        self._trace("prompt_completed", record.kind, token=event.token, prompt=record.kind, **extra)
+        detail = {"prompt": record.kind}
+        if event.transcript is not None:
+            detail["transcript"] = event.transcript
+        self._note("prompt_completed", record.kind, None, event.token, detail)
         if record.kind != "filler":
             self._rearm_filler_after(record)
         if self._boundary == event.token:
@@ -232,7 +234,7 @@ class Prompting:
         if record.kind in ("question", "restate") and self.episode is not None:
             return self.episode.interruptible
         if record.kind == "reminder" and record.stage:
-            return next(s for s in self.policy.stages if s.name == record.stage).interruptible
+            return next(s for s in self._policy.stages if s.name == record.stage).interruptible
         return True
 
 

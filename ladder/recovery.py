@@ -15,7 +15,7 @@ class Recovery:
 
     def _fire_recovery(self, timer: Timer) -> None:
         path = self._recovering_path or "input"
-        text = None if path == "output" else self.policy.close_failed_input
+        text = None if path == "output" else self._policy.close_failed_input
         self._close("input_path_failed", f"{path}_path_failed", text, cancellable=False)
 
     def _on_transport_failed(self, event: TransportFailed) -> None:
@@ -32,11 +32,11 @@ class Recovery:
         if self.episode is not None:
             self.episode.recovered = True
         self._recovering_path = event.path
-        self._arm("recovery", self.now + self.policy.recovery_ms, event.path)
+        self._arm("recovery", self.now + self._policy.recovery_ms, event.path)
         self._set_state(State.RECOVERING, f"{event.path}_failed")
         if event.path != "output":
             # an honest notice, never the question again (L9)
-            self._request_prompt("channel_recovery", self.policy.channel_recovery, on_complete=None)
+            self._request_prompt("channel_recovery", self._policy.channel_recovery, on_complete=None)
 
     def _on_transport_failed_closing(self, event: TransportFailed) -> None:
         self._trace("transport_failed", "during_close", path=event.path)

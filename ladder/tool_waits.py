@@ -16,7 +16,7 @@ class ToolWaits:
     def _fire_filler(self, timer: Timer) -> None:
         if self.state is State.TOOL_WAIT and not self._filler_played:
             self._filler_played = True
-            self._request_prompt("filler", self.policy.filler, on_complete=None)
+            self._request_prompt("filler", self._policy.filler, on_complete=None)
 
     def _on_tool_started(self, event: ToolStarted) -> None:
         self.tools[event.call] = event.name
@@ -48,17 +48,17 @@ class ToolWaits:
         # the filler is for silence: it counts from the end of what the agent is saying
         # ("Let me look that up" already tells the caller to wait), not from the start
         speaking = self._audible_prompt()
-        due = self.now + self.policy.filler_after_ms
+        due = self.now + self._policy.filler_after_ms
         if speaking is not None:
             started = speaking.started_at if speaking.status is PromptStatus.STARTED else self.now
-            due = max(due, started + (speaking.duration_ms or speaking.estimate_ms) + self.policy.filler_after_ms)
+            due = max(due, started + (speaking.duration_ms or speaking.estimate_ms) + self._policy.filler_after_ms)
         self._arm("filler", due, origin if speaking is None else "after_agent_speech")
         self._set_state(State.TOOL_WAIT, origin)
 
     def _rearm_filler_after(self, record: PromptRecord) -> None:
         """A statement ended during a tool wait: the silence, and the filler, count from now."""
         if self.state is State.TOOL_WAIT and not self._filler_played and self.timers.get("filler") is not None:
-            self._arm("filler", self.now + self.policy.filler_after_ms, f"after_{record.kind}")
+            self._arm("filler", self.now + self._policy.filler_after_ms, f"after_{record.kind}")
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
         name = self.tools.pop(event.call, None)

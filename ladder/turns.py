@@ -11,7 +11,7 @@ from .effects import Answered, Outcome, RouteTaken
 from .events import Event, TurnEnded, TurnInterpreted, TurnStarted, identities
 from .policy import either
 from .states import FINAL_PROMPT_STATUSES, PromptStatus, State
-from .waits import TurnRef
+from .waits import TurnRef, _new_ref
 
 
 class Turns:
@@ -22,14 +22,14 @@ class Turns:
         if self._latest_turn is not None and event.seq < self._latest_turn.seq:
             self._stale("superseded_turn", event)
             return None
-        self._latest_turn = TurnRef(event.turn, event.seq)
-        return self._latest_turn
+        ref = self._latest_turn = _new_ref(TurnRef, (event.turn, event.seq))
+        return ref
 
     def _on_turn_started(self, event: TurnStarted) -> None:
         if self._accept_turn(event) is None:
             return
         self._turn_open = True
-        self._trace("turn_started", "caller_speech", turn=event.turn, seq=event.seq)
+        self._note("turn_started", "caller_speech", None, None, {"seq": event.seq}, event.turn)
         self._barge_in_statements()
         if self.state is not State.IDLE:
             self._resume_from_speech("caller_resumed")
@@ -74,9 +74,9 @@ class Turns:
             return False
         self._suspended = None
         text, routes = cut.text, cut.routes
-        stage = next((s for s in self.policy.stages if s.name == cut.stage and s.prompt), None)
+        stage = next((s for s in self._policy.stages if s.name == cut.stage and s.prompt), None)
         if stage is not None:  # composed again: a route may have been switched off since
-            text, routes, _ = self._compose(stage)
+            text, routes, _, _ = self._compose(stage)
         if not text:
             return False
         token = self._request_prompt(
@@ -109,7 +109,7 @@ class Turns:
         self._set_state(State.HEARING, "caller_resumed")
 
     def _on_turn_ended(self, event: TurnEnded) -> None:
-        ref = TurnRef(event.turn, event.seq)
+        ref = _new_ref(TurnRef, (event.turn, event.seq))
         claim = self.waits.consume_claim(event.turn, event.seq)
         if claim is not None:
             self._trace(
@@ -128,8 +128,8 @@ class Turns:
         if self.state in (State.CLOSING, State.RECOVERING, State.TOOL_WAIT):
             self._trace("turn_ended", f"no_watchdog_in_{self.state.value}", turn=event.turn)
             return
-        self._trace("turn_ended", "awaiting_response", turn=event.turn, seq=event.seq)
-        self._arm("watchdog", self.now + self.policy.watchdog_ms, "turn_closed", turn=event.turn)
+        self._note("turn_ended", "awaiting_response", None, None, {"seq": event.seq}, event.turn)
+        self._arm("watchdog", self.now + self._policy.watchdog_ms, "turn_closed", turn=event.turn)
 
     def _on_turn_while_unavailable(self, event: Event) -> None:
         self._trace(
@@ -158,9 +158,7 @@ class Turns:
             if intent == "unavailable_route":
                 self._reply_route_unavailable(event, ref)
                 return
-        self._trace(
-            "turn_interpreted", intent, turn=event.turn, seq=event.seq, intent=intent
-        )
+        self._note("turn_interpreted", intent, None, None, {"seq": event.seq, "intent": intent}, event.turn)
         if intent == "wait_request":
             self._on_wait_decision(event, ref)
             return
@@ -181,7 +179,7 @@ class Turns:
             self._no_response_expected.add(ref)
             self._disarm_watchdog_for(event.turn, f"{intent}_expects_no_response")
             return
-        rule = self.policy.reset[intent]
+        rule = self._policy.reset[intent]
         if rule.window == "end_episode":
             self._answer(event, intent)
             return
@@ -190,14 +188,14 @@ class Turns:
             self.episode.part_heard = True
         self._apply_resets(rule, intent)
         if rule.window == "reprompt":
-            if self.episode.reprompts < self.policy.max_reprompts:
+            if self.episode.reprompts < self._policy.max_reprompts:
                 # no-match is not no-input: the caller spoke and was not understood
                 self.episode.reprompts += 1
                 self._no_response_expected.add(ref)
                 self._disarm_watchdog_for(event.turn, "reprompted")
                 self._suspended = None
                 self._request_prompt(
-                    "reprompt", self.policy.reprompt, on_complete="window", stage=self.current_stage,
+                    "reprompt", self._policy.reprompt, on_complete="window", stage=self.current_stage,
                     interruptible=self.episode.interruptible,
                 )
                 self._set_state(State.PROMPTING, "no_match_reprompt")
@@ -228,7 +226,7 @@ class Turns:
         self._suspended = None
 
     def _route_intent(self, event: TurnInterpreted) -> str:
-        route = self.policy.route(event.route or "")
+        route = self._policy.route(event.route or "")
         if route is None or not route.available:
             self._trace(
                 "route_unavailable",
@@ -241,13 +239,13 @@ class Turns:
 
     def _reply_route_unavailable(self, event: TurnInterpreted, ref: TurnRef) -> None:
         """The caller asked for a route that does not exist now: say so, and what does."""
-        route = self.policy.route(event.route or "")
+        route = self._policy.route(event.route or "")
         assert route is not None
-        stage = self.policy.stages[self.episode.stage_index]
-        offered = [r for r in self.policy.routes if r.available and r.id != route.id and (r.id in stage.routes or r.action == "restate")]
-        text = self.policy.route_unavailable.format(route=route.label)
+        stage = self._policy.stages[self.episode.stage_index]
+        offered = [r for r in self._policy.routes if r.available and r.id != route.id and (r.id in stage.routes or r.action == "restate")]
+        text = self._policy.route_unavailable.format(route=route.label)
         if offered:
-            text += " " + self.policy.routes_available.format(routes=either(r.label for r in offered))
+            text += " " + self._policy.routes_available.format(routes=either(r.label for r in offered))
         self._no_response_expected.add(ref)
         self._disarm_watchdog_for(event.turn, "route_unavailable_answered")
         self._suspended = None
@@ -263,7 +261,7 @@ class Turns:
         wants_restart = rule.stage == "restart" and ep.stage_index > 0
         wants_deadline = rule.deadline == "reset"
         if wants_restart or wants_deadline:
-            if ep.restarts >= self.policy.max_restarts:
+            if ep.restarts >= self._policy.max_restarts:
                 self._trace("reset_denied", "max_restarts_reached", intent=intent)
             else:
                 ep.restarts += 1
@@ -271,7 +269,7 @@ class Turns:
                     ep.stage_index = 0
                     self._trace("stage_restarted", intent)
                 if wants_deadline:
-                    self._arm("deadline", self.now + self.policy.episode_ms, f"reset_by_{intent}")
+                    self._arm("deadline", self.now + self._policy.episode_ms, f"reset_by_{intent}")
         if rule.hold_budget == "reset" and ep.hold_used_ms:
             ep.hold_used_ms = 0.0
             self._trace("hold_budget_reset", intent)
@@ -281,10 +279,10 @@ class Turns:
         assert ep is not None
         self._suspended = None
         if intent == "route":
-            route = self.policy.route(event.route or "")
+            route = self._policy.route(event.route or "")
             assert route is not None
             self._emit(RouteTaken(route.id, ep.question))
-            if self.policy.route_answers_turn:
+            if self._policy.route_answers_turn:
                 self._satisfy_watchdog("route_taken")
             outcome: Outcome = "handed_off" if route.handoff else "route_taken"
             self._end_episode(outcome, f"route_{route.id}")

@@ -71,8 +71,11 @@ class WaitCoordinator:
 
     def consume_claim(self, turn: str, seq: int) -> Claim | None:
         """Collect the saved decision when the turn closes (or None: arm the watchdog)."""
-        ref = TurnRef(turn, seq)
-        self.mark_closed(turn, seq)
+        ref = _new_ref(TurnRef, (turn, seq))
+        closed = self._closed
+        closed[ref] = None
+        while len(closed) > self.max_records:
+            closed.popitem(last=False)
         if ref not in self._claimed:
             return None
         del self._claimed[ref]
@@ -83,18 +86,18 @@ class WaitCoordinator:
     # -- the rest of the lifecycle ------------------------------------------------------
 
     def may_acknowledge(self, turn: str, seq: int) -> bool:
-        return TurnRef(turn, seq) in self._ack_claims
+        return (turn, seq) in self._ack_claims  # a plain tuple hashes and compares as its TurnRef
 
     def is_claimed(self, turn: str, seq: int) -> bool:
-        return TurnRef(turn, seq) in self._claimed
+        return (turn, seq) in self._claimed
 
     def mark_closed(self, turn: str, seq: int) -> None:
-        self._closed[TurnRef(turn, seq)] = None
+        self._closed[_new_ref(TurnRef, (turn, seq))] = None
         while len(self._closed) > self.max_records:
             self._closed.popitem(last=False)
 
     def is_closed(self, turn: str, seq: int) -> bool:
-        return TurnRef(turn, seq) in self._closed
+        return (turn, seq) in self._closed
 
     def resume(self, turn: str | None = None, seq: int | None = None) -> bool:
         """The caller is back. Ends the pause; returns True if a pause ended.
@@ -107,7 +110,7 @@ class WaitCoordinator:
         self.is_waiting = False
         self._ack_claims.clear()
         if turn is not None and seq is not None:
-            ref = TurnRef(turn, seq)
+            ref = (turn, seq)
             if ref not in self._closed:
                 self._claimed.pop(ref, None)
         return was_waiting
@@ -129,6 +132,9 @@ class WaitCoordinator:
             "claimed": [[r.turn, r.seq] for r in self._claimed],
             "may_acknowledge": sorted([r.turn, r.seq] for r in self._ack_claims),
         }
+
+
+_new_ref = tuple.__new__  # a TurnRef without its named tuple's Python-level __new__
 
 
 def _as_ref(turn: TurnRef | dict) -> TurnRef | None:

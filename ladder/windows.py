@@ -8,7 +8,7 @@ controller's, set up in its __init__); pure like the rest of the core."""
 from __future__ import annotations
 
 from .events import TIMER_KINDS, TimerFired
-from .policy import digits_heard, drop_placeholders, sentences
+from .policy import digits_heard, drop_placeholders
 from .states import FINAL_PROMPT_STATUSES, Closing, PromptRecord, PromptStatus, State, Timer
 
 
@@ -89,15 +89,15 @@ class Windows:
             self._closing = Closing("deadline_reached", "episode_deadline", False, self._closing.token)
             self._end_episode("deadline_reached", "episode_deadline")
             return
-        text = self.policy.close_pending if self.unresolved_or_running() else None
+        text = self._policy.close_pending if self.unresolved_or_running() else None
         ep = self.pending_episode
-        if text is None and ep is not None and ep.part_heard and self.policy.partial_close_deadline:
-            text = self.policy.partial_close_deadline  # part of the value came: say so
+        if text is None and ep is not None and ep.part_heard and self._policy.partial_close_deadline:
+            text = self._policy.partial_close_deadline  # part of the value came: say so
             self._trace("partial_close", "part_of_the_value_heard", stage=self.current_stage)
         self._close(
             "deadline_reached",
             "episode_deadline",
-            text or self.policy.close_deadline,
+            text or self._policy.close_deadline,
             cancellable=False,
         )
 
@@ -110,7 +110,7 @@ class Windows:
         if speaking is not None:
             self._listen_after(speaking, origin)
             return
-        stage = self.policy.stages[ep.stage_index]
+        stage = self._policy.stages[ep.stage_index]
         self._arm("window", due if due is not None else self.now + stage.wait_ms, origin)
         self._set_state(State.LISTENING, f"window_{origin}")
 
@@ -120,7 +120,7 @@ class Windows:
         A caller's listening window must not run while the agent talks: a prompt
         whose end is overdue by more than the completion grace no longer counts.
         """
-        grace = self.policy.completion_grace_ms
+        grace = self._policy.completion_grace_ms
         open_prompts = self._open_prompts
         done = [t for t, r in open_prompts.items() if r.status in FINAL_PROMPT_STATUSES]
         for token in done:  # a final status is final: such a prompt is never heard again
@@ -145,7 +145,7 @@ class Windows:
         self._boundary = record.token
         started = record.started_at if record.status is PromptStatus.STARTED else None
         end = (started if started is not None else self.now) + (record.duration_ms or record.estimate_ms)
-        self._arm("playback_estimate", end + self.policy.completion_grace_ms, origin="estimate_from_speech")
+        self._arm("playback_estimate", end + self._policy.completion_grace_ms, origin="estimate_from_speech")
         self._trace("window_deferred", f"{origin}_while_agent_speaks", token=record.token, prompt=record.kind)
         self._set_state(State.PROMPTING, "agent_speaking")
 
@@ -153,41 +153,43 @@ class Windows:
         ep = self.pending_episode
         if ep is None:
             return
-        if ep.stage_index + 1 < len(self.policy.stages):
+        if ep.stage_index + 1 < len(self._policy.stages):
             ep.stage_index += 1
-        stage = self.policy.stages[ep.stage_index]
-        self._trace("stage_advanced", reason, generation=generation, stage=stage.name)
+        stage = self._policy.stages[ep.stage_index]
+        self._note("stage_advanced", reason, generation, None, {})
         # the wording as it may be spoken now: routes composed from those available
-        if stage.prompt and ep.part_heard and self.policy.partial_slot and not stage.closes:
+        if not stage.prompt:
+            text, routes, left_out, short = "", (), (), False
+        elif ep.part_heard and self._policy.partial_slot and not stage.closes:
             # part of the value came: `{slot}` asks for the rest of it
-            spoken = self.policy.partial_slot.replace("{slot}", self.policy.slot)
-            text, routes, left_out = self.policy.model_copy(update={"slot": spoken}).compose(stage)
+            spoken = self._policy.partial_slot.replace("{slot}", self._policy.slot)
+            text, routes, left_out, short = self._compose(stage, spoken)
         else:
-            text, routes, left_out = self._compose(stage) if stage.prompt else ("", (), ())
-        if left_out or (stage.prompt and len(sentences(text)) < len(sentences(stage.prompt))):
+            text, routes, left_out, short = self._compose(stage)
+        if left_out or short:
             self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
                         stage=stage.name, offered=list(routes), left_out=list(left_out))
         if stage.closes:
-            if ep.part_heard and self.policy.partial_close and not self.unresolved_or_running():
-                text = self.policy.partial_close  # part of the value came: say so, not "nothing received"
+            if ep.part_heard and self._policy.partial_close and not self.unresolved_or_running():
+                text = self._policy.partial_close  # part of the value came: say so, not "nothing received"
                 self._trace("partial_close", "part_of_the_value_heard", stage=stage.name)
-            text = self.policy.close_pending if self.unresolved_or_running() else (text or None)
+            text = self._policy.close_pending if self.unresolved_or_running() else (text or None)
             self._close("closed_incomplete", "ladder_exhausted", text, cancellable=True)
             return
         if ep.partial is not None and reason == "no_input":
             # the caller gave part of the value and went quiet: say what was heard (in a
             # count, never the digits) and ask for the rest, once; the ladder carries on
             heard = digits_heard(ep.partial)
-            text = drop_placeholders(self.policy.partial_reminder.replace("{heard}", heard or "{heard}"))
+            text = drop_placeholders(self._policy.partial_reminder.replace("{heard}", heard or "{heard}"))
             self._trace("partial_acknowledged", "partial_then_silence", stage=stage.name, heard=heard)
             ep.partial = None
             routes = ()
         elif reason == "hold_expired" and text and (
-            self.policy.still_waiting_ms is not None or ep.hold_used_ms >= self.policy.hold_budget_ms
+            self._policy.still_waiting_ms is not None or ep.hold_used_ms >= self._policy.hold_budget_ms
         ):
             # the hold budget is used (with a cadence a hold runs to its end, whatever a
             # turn in the middle took): no more time to offer, whatever the stage says
-            text = self.policy.hold_check_in
+            text = self._policy.hold_check_in
             self._trace("hold_check_in", "hold_budget_used", stage=stage.name)
             routes = ()
         if not text:
