@@ -9,6 +9,8 @@ can reject them when they no longer match (L3).
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import MISSING, dataclass, fields
 from typing import Literal
 
@@ -333,43 +335,46 @@ def event_from_dict(data: dict) -> Event:
     if cls is None:
         known = ", ".join(sorted(EVENT_TYPES))
         raise ValueError(f"unknown event kind {kind!r}; expected one of: {known}")
-    names = {f.name for f in fields(cls)}
+    names, required, literals, integers = _shape(cls)
     extra = sorted(set(data) - names - {"kind"})
     if extra:
         raise ValueError(f"{kind}: unexpected field {extra[0]!r}; expected {sorted(names)}")
-    required = [
-        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-    ]
     absent = [name for name in required if name not in data]
     if absent:
         raise ValueError(f"{kind}: missing field {absent[0]!r}; required: {required}")
     event = cls(**{k: v for k, v in data.items() if k != "kind"})
-    _check_literals(event)
+    for name, allowed in literals:
+        if getattr(event, name) not in allowed:
+            raise ValueError(
+                f"{event.kind}: field {name!r} is {getattr(event, name)!r}; "
+                f"expected one of {', '.join(allowed)}"
+            )
+    for name in integers:
+        value = getattr(event, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{event.kind}: field {name!r} must be an integer")
     return event
 
 
-def _check_literals(event: Event) -> None:
-    if isinstance(event, EditWording):
-        return  # its "path" is a JSON path, not a media path
+@functools.cache
+def _shape(cls: type) -> tuple[frozenset[str], list[str], list[tuple[str, tuple[str, ...]]], list[str]]:
+    """An event class's field names, required fields, fields held to a set of values,
+    and integer fields: worked out once per class (a replay decodes every input)."""
+    names = frozenset(f.name for f in fields(cls))
+    required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
     checks = {
         "intent": INTENTS,
         "timer": TIMER_KINDS,
         "path": ("input", "output", "recognizer"),
         "outcome": ("ok", "failed", "unknown"),
     }
-    if isinstance(event, CallerUtterance):
+    if cls is EditWording:
+        checks.pop("path")  # its "path" is a JSON path, not a media path
+    if cls is CallerUtterance:
         checks.pop("intent")  # a flow's own intent name ("route:transfer", "faq")
-    for name, allowed in checks.items():
-        if hasattr(event, name) and getattr(event, name) not in allowed:
-            raise ValueError(
-                f"{event.kind}: field {name!r} is {getattr(event, name)!r}; "
-                f"expected one of {', '.join(allowed)}"
-            )
-    for name in ("seq", "token", "generation"):
-        if hasattr(event, name) and (
-            not isinstance(getattr(event, name), int) or isinstance(getattr(event, name), bool)
-        ):
-            raise ValueError(f"{event.kind}: field {name!r} must be an integer")
+    literals = [(name, allowed) for name, allowed in checks.items() if name in names]
+    integers = [name for name in ("seq", "token", "generation") if name in names]
+    return names, required, literals, integers
 
 
 def identities(event: Event) -> dict:

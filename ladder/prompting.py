@@ -45,41 +45,23 @@ class Prompting:
         if "{" in text:
             # the pending value by its spoken name; a placeholder nobody filled is never read aloud
             text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self._spoken_slot(kind)))
-        self._token += 1
-        token = self._token
-        estimate = max(1, len(text.split())) * self._policy.ms_per_word
+        self._token = token = self._token + 1
+        policy = self._policy
+        estimate = max(1, len(text.split())) * policy.ms_per_word
         ep = self.episode
-        self.prompts[token] = self._open_prompts[token] = PromptRecord(
-            token,
-            kind,
-            stage,
-            ep.question if ep else None,
-            ep.id if ep else None,
-            requested_at=self.now,
-            estimate_ms=estimate,
-            on_complete=on_complete,
-            text=text,
-            routes=routes,
-            interruptible=interruptible,
+        question = None if ep is None else ep.question
+        prompts = self.prompts
+        prompts[token] = self._open_prompts[token] = PromptRecord(
+            token, kind, stage, question, None if ep is None else ep.id, requested_at=self.now, estimate_ms=estimate,
+            on_complete=on_complete, text=text, routes=routes, interruptible=interruptible,
         )
-        if len(self.prompts) > 512:
-            oldest = next(iter(self.prompts))
-            del self.prompts[oldest]
+        if len(prompts) > 512:
+            oldest = next(iter(prompts))
+            del prompts[oldest]
             self._open_prompts.pop(oldest, None)
         if ep is not None:
             ep.prompt_sequence.append(stage if kind == "reminder" and stage else kind)
-        self._emit(
-            RequestPrompt(
-                token=token,
-                kind=kind,
-                text=text,
-                stage=stage,
-                question=ep.question if ep else None,
-                interruptible=interruptible,
-                routes=routes,
-                estimate_ms=estimate,
-            )
-        )
+        self._effects.append(RequestPrompt(token, kind, text, stage, question, interruptible, routes, estimate))
         self._note("prompt_requested", kind, None, token, {"prompt": kind, "routes": list(routes)})
         # the agent is speaking to the caller: any missing-response alarm is answered
         if kind not in ("filler", "channel_recovery"):
@@ -88,7 +70,7 @@ class Prompting:
             self._boundary = token
             self._arm(
                 "playback_estimate",
-                (self.now) + estimate + self._policy.completion_grace_ms,
+                self.now + estimate + policy.completion_grace_ms,
                 origin="estimate_from_request",
             )
         return token

@@ -60,15 +60,20 @@ class Layer:
     # rescanning every edge per step made compiling cubic in the number of stages.
     # The edges are fixed once the layer is built.
     _successors: dict[str, set[str]] = field(init=False, repr=False, compare=False)
+    # stage -> the stages whose escalation leads to it: read at every step of a call
+    escalated_from: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         successors: dict[str, set[str]] = {s: set() for s in self.order}
         for stage, preds in self.after.items():
             for pred in preds:
                 successors.setdefault(pred, set()).add(stage)
+        escalated_from: dict[str, tuple[str, ...]] = {}
         for source, target in self.escalations.items():
             successors.setdefault(source, set()).add(target)
+            escalated_from[target] = (*escalated_from.get(target, ()), source)
         self._successors = successors
+        self.escalated_from = escalated_from
 
     def roots(self) -> list[str]:
         """The stages a call starts at: none comes before them, and neither an

@@ -220,18 +220,21 @@ class FlowRuntime:
     def active_stages(self, layer_name: str | None = None) -> list[str]:
         layer = self.flow.layer(layer_name or self.driving)
         done = self.done.setdefault(layer.name, {})
+        gotos = self.flow.route_gotos.values()
         active = []
         for sid in layer.order:
             if sid in done:
                 continue
             preds = layer.after[sid]
-            escalated_into = any(
-                done.get(src) == "escalated" and dst == sid for src, dst in layer.escalations.items()
-            )
-            routed_into = self.state.get(f"route_goto:{sid}") is True
-            normal = bool(preds) and all(done.get(p) == "completed" for p in preds)
-            root = not preds and sid not in layer.escalations.values() and not self._is_goto(sid)
-            if root or normal or escalated_into or routed_into:
+            if preds:
+                normal = all(done.get(p) == "completed" for p in preds)
+            else:  # a root: nothing comes before it, and no escalation or route leads to it
+                normal = sid not in layer.escalated_from and sid not in gotos
+            if (
+                normal
+                or any(done.get(src) == "escalated" for src in layer.escalated_from.get(sid, ()))
+                or self.state.get(f"route_goto:{sid}") is True
+            ):
                 active.append(sid)
         return active
 
@@ -833,9 +836,6 @@ class FlowRuntime:
         self.state[f"route:{route}"] = True
         self.state[f"route_goto:{goto}"] = True
         self._trace("route_taken", route, to=goto)
-
-    def _is_goto(self, stage: str) -> bool:
-        return stage in self.flow.route_gotos.values()
 
     # -- digressions ------------------------------------------------------------------
 
