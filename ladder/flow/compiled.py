@@ -62,6 +62,7 @@ class Layer:
     _successors: dict[str, set[str]] = field(init=False, repr=False, compare=False)
     # stage -> the stages whose escalation leads to it: read at every step of a call
     escalated_from: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+    goto_keys: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         successors: dict[str, set[str]] = {s: set() for s in self.order}
@@ -74,6 +75,7 @@ class Layer:
             escalated_from[target] = (*escalated_from.get(target, ()), source)
         self._successors = successors
         self.escalated_from = escalated_from
+        self.goto_keys = {sid: f"route_goto:{sid}" for sid in self.order}  # the fact a route's goto sets
 
     def roots(self) -> list[str]:
         """The stages a call starts at: none comes before them, and neither an

@@ -220,20 +220,24 @@ class FlowRuntime:
     def active_stages(self, layer_name: str | None = None) -> list[str]:
         layer = self.flow.layer(layer_name or self.driving)
         done = self.done.setdefault(layer.name, {})
+        # asked several times a step: the stages done each way gathered once, then set tests
+        completed = {sid for sid, how in done.items() if how == "completed"}
+        escalated = {sid for sid, how in done.items() if how == "escalated"}
         gotos = self.flow.route_gotos.values()
+        state = self.state
         active = []
         for sid in layer.order:
             if sid in done:
                 continue
             preds = layer.after[sid]
             if preds:
-                normal = all(done.get(p) == "completed" for p in preds)
+                normal = preds <= completed
             else:  # a root: nothing comes before it, and no escalation or route leads to it
                 normal = sid not in layer.escalated_from and sid not in gotos
             if (
                 normal
-                or any(done.get(src) == "escalated" for src in layer.escalated_from.get(sid, ()))
-                or self.state.get(f"route_goto:{sid}") is True
+                or (escalated and not escalated.isdisjoint(layer.escalated_from.get(sid, ())))
+                or state.get(layer.goto_keys[sid]) is True
             ):
                 active.append(sid)
         return active
