@@ -252,8 +252,9 @@ def core_schedule(events: int, seed: int = 0) -> list[tuple[str, float, str | No
     return out[:events]
 
 
-def _drive_core(schedule) -> int:
-    """The schedule through `ladder.Controller`; returns the events fed."""
+def _drive_core(schedule, observe=None) -> int:
+    """The schedule through `ladder.Controller`; returns the events fed. `observe`, if
+    given, is called with the controller and each step's effects (tests read them)."""
     from ladder import (
         AskQuestion,
         Controller,
@@ -291,6 +292,8 @@ def _drive_core(schedule) -> int:
         for effect in effects:
             if type(effect) is RequestPrompt:
                 token = effect.token
+        if observe is not None:
+            observe(core, effects)
         fed += 1
     return fed
 

@@ -14,20 +14,15 @@ import random
 import pytest
 
 from ladder import (
-    AskQuestion,
     Controller,
     LadderPolicy,
-    PlaybackCompleted,
-    PlaybackStarted,
     RequestPrompt,
-    TurnEnded,
-    TurnInterpreted,
     TurnStarted,
 )
 from ladder.effects import EpisodeEnded, Trace
-from ladder.events import EVENT_TYPES, AgentResponded, Hangup
+from ladder.events import EVENT_TYPES, AgentResponded, Hangup, TurnInterpreted
 from ladder.frozen import fast_init
-from sessions.bench import core_schedule
+from sessions.bench import _drive_core, core_schedule
 from sessions.replay import EFFECT_TYPES, _field_rules, _fields_fit, _fields_problem
 
 # Every effect and snapshot of the bench's seeded schedule (5,000 events, seed 1),
@@ -39,34 +34,13 @@ SCHEDULE_DIGEST = "6ba2100e0353f7572c626f6d21adb68cc7d901e3197c92cb32254dd371918
 
 def _schedule_digest(events: int = 5000, seed: int = 1) -> str:
     digest = hashlib.sha256()
-    core, now, token, turn = Controller(), 0.0, 0, 0
-    for what, dt, intent in core_schedule(events, seed):
-        now += dt
-        if what == "ask":
-            if core.state.value == "closed":
-                core = Controller()
-            effects = core.handle(AskQuestion("q", "What is your reference code?"), now)
-        elif what == "started":
-            effects = core.handle(PlaybackStarted(token), now)
-        elif what == "completed":
-            effects = core.handle(PlaybackCompleted(token), now)
-        elif what == "timer":
-            due = core.next_deadline()
-            if due is not None and due > now:
-                now = due
-            effects = core.handle_timer(now)
-        elif what == "turn_started":
-            turn += 1
-            effects = core.handle(TurnStarted(f"t{turn}", turn), now)
-        elif what == "turn_ended":
-            effects = core.handle(TurnEnded(f"t{turn}", turn), now)
-        else:
-            effects = core.handle(TurnInterpreted(f"t{turn}", turn, intent), now)
+
+    def observe(core, effects):
         for effect in effects:
-            if type(effect) is RequestPrompt:
-                token = effect.token
             digest.update(json.dumps(effect.to_dict(), sort_keys=True).encode())
         digest.update(json.dumps(core.snapshot(), sort_keys=True).encode())
+
+    _drive_core(core_schedule(events, seed), observe)
     return digest.hexdigest()
 
 
