@@ -35,6 +35,15 @@ class FrameworkJournal:
     def decision(self, at: float, effect) -> None:
         self._write("decision", at, effect.to_dict())
 
+    def note(self, at: float, kind: str, data: dict) -> None:
+        """An observation (not an input, not a decision of the core: replay leaves it
+        out), as `sessions.live.LiveSession.note` writes one; its `words` are masked as
+        the words that came in are."""
+        words = data.get("words")
+        if isinstance(words, str) and words:
+            data = {**data, "words": self._masked.get(words) or mask_digits(words, self._cipher)}
+        self._write("decision", at, {"effect": "Observation", "kind": kind, **data})
+
     def _write(self, kind: str, at: float, payload: dict) -> None:
         if self.folder is None:
             return

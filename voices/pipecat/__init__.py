@@ -5,6 +5,9 @@
 - `services`: Lull's whisper and piper as Pipecat services; `transports`: a recorded
   caller in and a clocked speaker out, no sound card; `turns`: Lull's end of turn as a
   stop strategy (`LullTurnStop`, `lull_turns`), and Lull owns barge-in;
+- `turn_completion`: `lull_turn_completion()`, the LLM's turn-completion markers read
+  by Lull with their timers handed to it; `scripted_llm`: `TableLLMService`, an LLM
+  whose replies come from a table (rehearsing beside an LLM, offline);
 - `backend`: `lull rehearse --backend pipecat`; `incidents`: `lull incidents run --via
   pipecat`, on `voices.virtual_loop`'s virtual-time event loop.
 """
@@ -18,9 +21,11 @@ from .frames import LullEventFrame
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
 from .transports import CallerFileInput, ClockedSpeakerOutput
+from .scripted_llm import TableLLMService
+from .turn_completion import lull_turn_completion
 from .turns import LullTurnStop, lull_owns_barge_in, lull_turns
 
 __all__ = [
     "CallerFileInput", "ClockedSpeakerOutput", "LullEventFrame", "LullPiperTTS", "LullProcessor",
-    "LullTurnStop", "LullWhisperSTT", "lull_owns_barge_in", "lull_turns",
+    "LullTurnStop", "LullWhisperSTT", "TableLLMService", "lull_owns_barge_in", "lull_turn_completion", "lull_turns",
 ]

@@ -83,6 +83,11 @@ from pipecat.frames.frames import (
     FunctionCallInProgressFrame,
     FunctionCallResultFrame,
     InterruptionFrame,
+    LLMFullResponseStartFrame,
+    LLMMarkerResponseFrame,
+    LLMMessagesAppendFrame,
+    LLMMessagesTransformFrame,
+    LLMRunFrame,
     LLMTextFrame,
     StartFrame,
     TranscriptionFrame,
@@ -90,6 +95,8 @@ from pipecat.frames.frames import (
     TTSTextFrame,
     UserStartedSpeakingFrame,
     UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
@@ -119,11 +126,11 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_inte
 from voices.end_of_turn import SlotAwareJudge
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
+from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
 
 from .frames import LullEventFrame
 
-# what a caller's words mean to the no-input policy beside an LLM; anything else answers
-_LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
+_LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
 
 
 def _loop_clock() -> float:
@@ -149,6 +156,7 @@ class LullProcessor(FrameProcessor):
         flow=None,
         session=None,
         on_line: Callable[[str, str], None] | None = None,
+        model_reads_turns: bool | None = None,
         **kwargs,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); the journal it gets
@@ -156,7 +164,10 @@ class LullProcessor(FrameProcessor):
         `services`: what the pipeline runs (STT, LLM, TTS, transport), for its header.
         `end_call_on_close`: when the policy closes the call, end the pipeline after the
         closing words. `turn_id`: the name of the caller's turn number N (`user-N`).
-        `flow` (a CompiledFlow) or `session` (a LiveSession): flow mode."""
+        `flow` (a CompiledFlow) or `session` (a LiveSession): flow mode.
+        `model_reads_turns` (ladder mode): the pipeline's LLM decides what each caller
+        turn is, by its turn-completion markers (`FilterIncompleteUserTurnStrategies`);
+        Lull's own reader is journaled beside it. None: from the first marker seen."""
         super().__init__(**kwargs)
         if flow is not None and session is None:
             from sessions.live import LiveSession
@@ -196,6 +207,18 @@ class LullProcessor(FrameProcessor):
         self._user_stopped = False
         self._interpreted = True
         self._closing = False  # the policy closed the call: end it after the last prompt
+        # the model's reading of caller turns (ladder mode beside an LLM with markers)
+        self.model_reads_turns = model_reads_turns
+        self._turn_words: dict[int, list[str]] = {}  # caller turn seq -> its words
+        self._ended: set[int] = set()  # caller turns the core has seen end
+        self._decided: set[int] = set()  # caller turns the model has decided
+        self._stopped_seq = 0  # the latest caller turn whose speech had stopped
+        self._response_for: int | None = None  # the caller turn the LLM's response reads
+        self._pipecat_turn_open = False  # Pipecat's user turn: started, not yet stopped
+        self._caller_speaking = False  # the VAD hears the caller now
+        self._tapped: set[int] = set()  # transcription frames heard through `transcripts()`
+        self.notes: list[tuple[str, dict]] = []  # observations journaled (model readings)
+        self._hold_note: dict | None = None  # the context message while the caller is held
 
     # -- the clock -------------------------------------------------------------------
 
@@ -222,20 +245,43 @@ class LullProcessor(FrameProcessor):
         elif isinstance(frame, LullEventFrame):
             self._forget(frame.event)
             await self._feed(frame.event)
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
+            self._caller_speaking = True
+            if self._pipecat_turn_open and self._seq in self._decided and self._session is None:
+                # the caller goes on inside Pipecat's still-open turn (after ◐ or ○ it
+                # stays open): to Lull, a new caller turn, for the model's next decision
+                await self._turn_started()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            self._caller_speaking = False
+            self._stopped_seq = self._seq
         elif isinstance(frame, UserStartedSpeakingFrame):
-            self._seq += 1
-            self._user_words, self._user_stopped, self._interpreted = [], False, False
-            await self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
+            self._pipecat_turn_open = self._caller_speaking = True
+            await self._turn_started()
         elif isinstance(frame, TranscriptionFrame):
-            self._user_words.append(frame.text)
-            if self._user_stopped and not self._interpreted:
-                await self._interpret()  # the words came after the stop
+            if frame.id not in self._tapped:
+                await self._heard(frame.text)
         elif isinstance(frame, UserStoppedSpeakingFrame):
+            self._pipecat_turn_open = self._caller_speaking = False
+            self._stopped_seq = self._seq
             if self._seq:
                 self._user_stopped = True
-                await self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
-                if self._user_words:
+                if self._seq not in self._ended:
+                    self._ended.add(self._seq)
+                    await self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
+                if self._user_words and not self._model_decides():
                     await self._interpret()
+        elif isinstance(frame, LLMFullResponseStartFrame) and direction is FrameDirection.DOWNSTREAM:
+            # the response reads the caller's latest turn, or, while the caller speaks
+            # again, the one that stopped before (its decision then comes stale); a turn
+            # the model already decided is not read again (a greeting, a re-prompt)
+            seq = self._stopped_seq if self._caller_speaking else self._seq
+            self._response_for = seq if seq and seq not in self._decided else None
+        elif isinstance(frame, LLMMarkerResponseFrame) and direction is FrameDirection.DOWNSTREAM:
+            await self._model_marker(frame)
+        elif isinstance(frame, LLMRunFrame) and direction is FrameDirection.DOWNSTREAM and self._model_decides():
+            # only the LLM's own turn-completion timeouts push a run from here: a second
+            # owner of no-input (give the mixin `lull_turn_completion()`'s config)
+            self._note("second_no_input_owner", {"frame": "LLMRunFrame", "after_turn": self._seq})
         elif isinstance(frame, InterruptionFrame):
             if self._playing is not None:
                 token, self._playing = self._playing, None
@@ -295,6 +341,37 @@ class LullProcessor(FrameProcessor):
                 await self._feed(PlaybackStarted(token))
                 await self._feed(PlaybackCompleted(token))
 
+    async def _turn_started(self) -> None:
+        self._seq += 1
+        self._user_words, self._user_stopped, self._interpreted = [], False, False
+        self._turn_words[self._seq] = self._user_words
+        for old in [s for s in self._turn_words if s < self._seq - 8]:
+            del self._turn_words[old]  # bounded: a decision that old is stale anyway
+        await self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
+
+    async def _heard(self, text: str) -> None:
+        """The caller's words for the turn they are speaking (a final transcription)."""
+        self._user_words.append(text)
+        if self._user_stopped and not self._interpreted and not self._model_decides():
+            await self._interpret()  # the words came after the stop
+
+    def transcripts(self) -> FrameProcessor:
+        """A processor to place before the pipeline's user aggregator, which keeps the
+        final transcriptions to itself: it hands each to this processor and passes it on,
+        so Lull reads the words the LLM reads."""
+        return _TranscriptTap(self)
+
+    def _model_decides(self) -> bool:
+        return bool(self.model_reads_turns) and self._session is None
+
+    async def _read(self, text: str) -> tuple[str | None, float]:
+        """Lull's own reader on the words: (intent, score), off the loop."""
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
+            matcher = await asyncio.to_thread(matcher.get)
+        intent, score = await asyncio.to_thread(matcher.match, text)  # an encoder's few ms, off the loop
+        return intent, score
+
     async def _interpret(self) -> None:
         self._interpreted = True
         text = " ".join(w.strip() for w in self._user_words if w.strip())
@@ -305,13 +382,51 @@ class LullProcessor(FrameProcessor):
         if not text:
             intent = "noise"
         else:
-            matcher = self.matcher
-            if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
-                matcher = await asyncio.to_thread(matcher.get)
-            matched = (await asyncio.to_thread(matcher.match, text))[0]  # an encoder's few ms, off the loop
+            matched = (await self._read(text))[0]
             intent = matched if matched in _LADDER_MEANINGS else "answer"
             value = text if intent == "answer" else None  # the answer is the caller's words
         await self._feed(TurnInterpreted(self.turn_id(self._seq), self._seq, intent, value))  # type: ignore[arg-type]
+
+    async def _model_marker(self, frame: LLMMarkerResponseFrame) -> None:
+        """The LLM's turn-completion marker for the caller turn its response read (the
+        meaning from the frame's `kind`, so configured markers are read as configured)."""
+        if self._session is not None:
+            return
+        meaning = MARKER_KINDS.get(frame.kind or "")
+        seq, self._response_for = self._response_for, None
+        if meaning is None:
+            if frame.marker is None and seq and self._model_decides() and not self._interpreted:
+                await self._interpret()  # a response with no marker: Lull's own reading stands
+            return
+        if self.model_reads_turns is None:
+            self.model_reads_turns = True  # the pipeline's LLM reads turns: from now on its decisions stand
+        if not seq:
+            return  # a response to no caller turn (a greeting, a check-in it was asked for)
+        decision = ModelDecision(self.turn_id(seq), seq, meaning, "pipecat_marker", frame.marker)
+        await self._model_decision(decision)
+
+    async def _model_decision(self, decision: ModelDecision) -> None:
+        """Feed the model's decision for its turn; an older turn than the caller's latest
+        is stale (the core rejects it and says so); then journal both readings."""
+        seq = decision.seq
+        stale = seq < self._seq
+        words = " ".join(w.strip() for w in self._turn_words.get(seq, ()) if w.strip())
+        self._decided.add(seq)
+        if seq == self._seq:
+            self._interpreted = True  # the model read it: Lull's reading is not fed
+        events = core_events(decision, words, turn_ended=stale or seq in self._ended)
+        for event in events:
+            if isinstance(event, TurnEnded):
+                self._ended.add(seq)
+            await self._feed(event)
+        if decision.meaning == "answer" and words:
+            self.on_line("caller", words)
+        reading = await self._read(words) if words else None
+        self._note("model_reading", observation(decision, reading, words, stale))
+
+    def _note(self, kind: str, data: dict) -> None:
+        self._journal.note(max(self._now(), self.core.now), kind, data)
+        self.notes.append((kind, data))
 
     async def _utterance(self, text: str) -> None:
         """Flow mode: the caller's words and the flow intent they match."""
@@ -400,10 +515,27 @@ class LullProcessor(FrameProcessor):
             elif kind is SessionClosed:
                 self._closing = True
         self._schedule()
+        await self._tell_model_of_hold()
         for token in cut:
             await self._feed(PlaybackInterrupted(token))
         if push:
             await self._end_if_closed()
+
+    async def _tell_model_of_hold(self) -> None:
+        """While the caller is held, the LLM's context says so (seed 001: the model
+        recognises the caller being ready again); withdrawn when the hold ends. The
+        pipeline's assistant aggregator, downstream, keeps the shared context."""
+        held = self.core.state.value == "held"
+        # the caller speaking again ends the hold; the note stays until the turn that
+        # ended it is read, since that reading is the one it is for
+        reading_pending = not self._interpreted and self._seq not in self._decided
+        if held and self._hold_note is None:
+            self._hold_note = {"role": "developer", "content": HOLD_NOTE}
+            await self.push_frame(LLMMessagesAppendFrame(messages=[self._hold_note], run_llm=False))
+        elif not held and self._hold_note is not None and not reading_pending:
+            note, self._hold_note = self._hold_note, None
+            await self.push_frame(LLMMessagesTransformFrame(
+                transform=lambda messages: [m for m in messages if m is not note and m != note], run_llm=False))
 
     async def _cancel(self, token: int) -> bool:
         """Flush a Lull prompt the pipeline still holds; True if it had started playing."""
@@ -464,6 +596,21 @@ class LullProcessor(FrameProcessor):
 
     def close_journal(self) -> None:
         self._journal.close()
+
+
+class _TranscriptTap(FrameProcessor):
+    """Before the user aggregator: each final transcription to Lull, then on its way."""
+
+    def __init__(self, lull: LullProcessor) -> None:
+        super().__init__(name="LullTranscripts")
+        self._lull = lull
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, TranscriptionFrame) and direction is FrameDirection.DOWNSTREAM:
+            self._lull._tapped.add(frame.id)
+            await self._lull._heard(frame.text)
+        await self.push_frame(frame, direction)
 
 
 __all__ = ["LullProcessor"]
