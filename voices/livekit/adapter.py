@@ -66,8 +66,10 @@ Effects go back through the session:
   has been said, unless `end_call_on_close` is off;
 - the core's timers run on the event loop at `next_deadline()`.
 
-Each prompt has one final report: once a prompt is completed, interrupted or failed (by
-the session or by `feed`), a later report of it is dropped, not fed as a stale one.
+The session's reports of a prompt are fed once: after a prompt is completed, interrupted
+or failed (by the session or by `feed`), the session's own later report of it is
+dropped. A report an application feeds is always fed, so a duplicated delivery reaches
+the core and is rejected there as stale, as through every other backend.
 """
 
 from __future__ import annotations
@@ -104,8 +106,11 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_inte
 from voices.end_of_turn import SlotAwareJudge, TurnEnd
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
+from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, ModelDecision, ModelMeaning, core_events, observation
 
 from .turns import LullTurnDetector
+
+from livekit.agents import RunContext  # noqa: E402  (the tools' context: which reply called them)
 
 def _loop_clock() -> float:
     """The session's clock: its event loop's (monotonic on a real loop, virtual in tests)."""
@@ -142,9 +147,15 @@ class _LiveEdge:
         self.adapter.close_call()
 
 
-# what a caller's words mean to the no-input policy beside an LLM; anything else answers
-_LADDER_MEANINGS = ("wait_request", "ready", "repeat_request", "backchannel")
+_LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
 _FINAL = (PlaybackCompleted, PlaybackInterrupted, PromptFailed)
+
+# the function tools Lull offers the LLM (`LullLadder.tools()`): what each call decides
+_TOOLS: dict[str, ModelMeaning] = {"caller_needs_time": "wait_request", "caller_is_back": "ready"}
+_TOOL_REPLIES = {
+    "wait_request": "Noted: the call waits for the caller and tells them so once. Say nothing now.",
+    "ready": "Noted: the caller is back, and the pending question is put to them again. Say nothing now.",
+}
 
 
 class LullLadder:
@@ -164,6 +175,7 @@ class LullLadder:
         flow=None,
         live=None,
         end_of_turn: bool = False,
+        model_reads_turns: bool | None = None,
     ) -> None:
         """`journal_dir`: this call's session folder (one per call); its journal
         (`source: livekit`) replays CLEAN with `lull sessions replay`. `services`: what
@@ -175,7 +187,10 @@ class LullLadder:
         told of each prompt as it is handed to the session (an observer, or a rehearsal's
         endpoint). `flow` (a CompiledFlow) or `live` (a LiveSession): flow mode.
         `end_of_turn`: Lull's slot-aware end of turn decides when the caller's turn has
-        ended (`voices.end_of_turn`, below), not each end of the session's VAD."""
+        ended (`voices.end_of_turn`, below), not each end of the session's VAD.
+        `model_reads_turns` (ladder mode): the session's LLM decides what each caller
+        turn is, by the tools of `tools()` and by replying; Lull's own reader is
+        journaled beside it. None: on once `tools()` is asked for."""
         if flow is not None and live is None:
             from sessions.live import LiveSession
 
@@ -228,6 +243,16 @@ class LullLadder:
         self._tasks: set[asyncio.Task] = set()
         self._done = asyncio.Event()  # the call is over (the session closed, the journal too)
         self._session_closed = False
+        # the model's reading of caller turns (ladder mode beside an LLM with Lull's tools)
+        self.model_reads_turns = model_reads_turns
+        self._turn_words: dict[int, list[str]] = {}  # caller turn seq -> its words
+        self._decided: set[int] = set()  # caller turns the model has decided
+        self._caller_speaking = False
+        self._stopped_seq = 0  # the latest caller turn whose speech had stopped
+        self._tool_calls: set[str] = set()  # calls of Lull's own tools (not a tool wait)
+        self._reply_for: dict[int, int] = {}  # a reply's speech handle (id) -> the caller turn it reads
+        self._hold_note: str | None = None  # the id of the context message while held
+        self.notes: list[tuple[str, dict]] = []  # observations journaled (model readings)
 
     # -- attaching -------------------------------------------------------------------
 
@@ -254,6 +279,7 @@ class LullLadder:
         session.on("tool_execution_updated", self._on_tool)
         session.on("error", self._on_error)
         session.on("close", self._on_close)
+        session.on("speech_created", self._on_speech_created)
 
     def _now(self) -> float:
         assert self._loop is not None, "attach() first"
@@ -278,6 +304,10 @@ class LullLadder:
             token = self._current_token()
             if token is None and self._live is None:
                 self._agent_turn = True  # the LLM's turn (its words come when it is added)
+                seq = self._turn_read_by(self.session.current_speech if self.session is not None else None)
+                if self._model_decides() and seq and seq not in self._decided:
+                    # the LLM replies to the caller's turn: its decision that it was an answer
+                    self._soon(self._model_decision(ModelDecision(self.turn_id(seq), seq, "answer", "livekit_reply")))
             elif token not in self._started:
                 self._started.add(token)
                 self.on_line("agent", self._prompts[token].text)
@@ -310,12 +340,18 @@ class LullLadder:
                 self._turn_end.speech_started(self._now())
                 return
             self._seq += 1
+            self._caller_speaking = True
             self._user_words, self._user_stopped, self._interpreted = [], False, False
+            self._turn_words[self._seq] = self._user_words
+            for old in [s for s in self._turn_words if s < self._seq - 8]:
+                del self._turn_words[old]  # bounded: a decision that old is stale anyway
             self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
             if self.end_of_turn:
                 self._turn_end = TurnEnd(self.judge.verdict)
                 self._turn_end.speech_started(self._now())
         elif ev.old_state == "speaking" and self._seq:
+            self._caller_speaking = False
+            self._stopped_seq = self._seq
             if self._turn_end is not None:
                 self._arm_turn_end(self._turn_end.speech_stopped(self._now(), self._vad_silence_ms))
                 return
@@ -324,7 +360,7 @@ class LullLadder:
     def _end_turn(self) -> None:
         self._user_stopped = True
         self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
-        if self._user_words:
+        if self._user_words and not self._model_decides():
             self._soon(self._interpret())
 
     def _on_transcribed(self, ev) -> None:
@@ -333,7 +369,7 @@ class LullLadder:
         self._user_words.append(ev.transcript)
         if self._turn_end is not None:
             self._arm_turn_end(self._turn_end.words(self._now(), ev.transcript))
-        elif self._user_stopped and not self._interpreted:
+        elif self._user_stopped and not self._interpreted and not self._model_decides():
             self._soon(self._interpret())  # the words came after the turn ended
 
     # -- Lull's end of turn (end_of_turn=True) ----------------------------------------
@@ -376,7 +412,12 @@ class LullLadder:
         update = ev.update
         if update.type == "tool_call_started":
             call = update.function_call
+            if call.name in _TOOLS:  # the model deciding a caller turn: not a tool wait
+                self._tool_calls.add(call.call_id)
+                return
             self._feed(ToolStarted(call.call_id, call.name))
+        elif update.type == "tool_call_ended" and update.call_id in self._tool_calls:
+            self._tool_calls.discard(update.call_id)
         elif update.type == "tool_call_ended":
             self._feed(ToolFinished(update.call_id, "ok" if update.status == "done" else "failed"))
 
@@ -438,6 +479,108 @@ class LullLadder:
         self.on_line("caller", text)
         self._feed(CallerUtterance(turn, seq, text, intent, score))
 
+    # -- the model's reading of the caller (W8) -----------------------------------------
+
+    def tools(self) -> list:
+        """The function tools Lull offers the session's LLM, in LiveKit's idiom
+        (`Agent(tools=lull.tools())`): the caller needs time, the caller is back. A call
+        is the model's decision for the caller's latest turn (one that comes after the
+        caller's next turn began is stale); Lull then speaks (the acknowledgement, the
+        question again) and the tool asks the LLM for no reply, so one voice answers."""
+        from livekit.agents import function_tool
+
+        if self.model_reads_turns is None:
+            self.model_reads_turns = True
+
+        async def caller_needs_time(context: RunContext) -> object:
+            """Call this, instead of replying, when the caller asks you to wait or needs time
+            (to fetch something, to think, to deal with something) and has not answered yet."""
+            return await self._tool_decision("wait_request", context.speech_handle)
+
+        async def caller_is_back(context: RunContext) -> object:
+            """Call this, instead of replying, when the caller you were waiting for says they
+            are back or ready to go on but has not answered the pending question yet."""
+            return await self._tool_decision("ready", context.speech_handle)
+
+        return [function_tool(caller_needs_time), function_tool(caller_is_back)]
+
+    def _model_decides(self) -> bool:
+        return bool(self.model_reads_turns) and self._live is None
+
+    def _on_speech_created(self, ev) -> None:
+        if ev.source == "generate_reply":
+            # the session answers the caller turn that has just ended: the reply, and any
+            # tool it calls, read that turn, however late they come
+            self._reply_for[id(ev.speech_handle)] = self._stopped_seq
+            if len(self._reply_for) > 16:
+                self._reply_for.pop(next(iter(self._reply_for)))
+
+    def _turn_read_by(self, handle) -> int:
+        """The caller turn a reply (its speech handle) reads; without one, the caller's
+        latest turn, or, while they speak again, the one before."""
+        seq = self._reply_for.get(id(handle)) if handle is not None else None
+        if seq is None:
+            seq = self._stopped_seq if self._caller_speaking else self._seq
+        return seq
+
+    async def _tool_decision(self, meaning: ModelMeaning, handle=None) -> object:  # noqa: ANN001
+        from livekit.agents.llm import ToolResult
+
+        seq = self._turn_read_by(handle)
+        if not seq or seq in self._decided:
+            return ToolResult("There is no caller turn waiting for that decision. Say nothing now.", reply_required=False)
+        stale = await self._model_decision(ModelDecision(self.turn_id(seq), seq, meaning, "livekit_tool"))
+        if stale:
+            return ToolResult("The caller has spoken since; that turn is over. Say nothing now.", reply_required=False)
+        return ToolResult(_TOOL_REPLIES[meaning], reply_required=False)
+
+    async def _model_decision(self, decision: ModelDecision) -> bool:
+        """Feed the model's decision for its turn (an older turn than the caller's latest
+        is stale: the core rejects it and says so); journal both readings. True if stale."""
+        seq = decision.seq
+        if seq in self._decided:
+            return False
+        self._decided.add(seq)
+        stale = seq < self._seq
+        words = " ".join(w.strip() for w in self._turn_words.get(seq, ()) if w.strip())
+        if seq == self._seq:
+            self._interpreted = True  # the model read it: Lull's reading is not fed
+        for event in core_events(decision, words, turn_ended=True):  # the turn ended before the LLM ran
+            self._feed(event)
+        if decision.meaning == "answer" and words:
+            self.on_line("caller", words)
+        reading = None
+        if words:
+            matcher = self.matcher
+            if isinstance(matcher, BackgroundMatcher):
+                matcher = await asyncio.to_thread(matcher.get)
+            reading = await asyncio.to_thread(matcher.match, words)
+        record = observation(decision, reading, words, stale)
+        self._journal.note(max(self._now(), self.core.now), "model_reading", record)
+        self.notes.append(("model_reading", record))
+        return stale
+
+    def _tell_model_of_hold(self) -> None:
+        """While the caller is held, the agent's chat context says so (seed 001: the model
+        recognises the caller being ready again); withdrawn once the turn that ends the
+        hold is read."""
+        session = self.session
+        agent = getattr(session, "current_agent", None) if session is not None else None
+        if agent is None or self._live is not None:
+            return
+        held = self.core.state.value == "held"
+        reading_pending = not self._interpreted and self._seq not in self._decided
+        if held and self._hold_note is None:
+            self._hold_note = f"lull_hold_{self._seq}"
+            ctx = agent.chat_ctx.copy()
+            ctx.add_message(role="system", content=HOLD_NOTE, id=self._hold_note)
+            self._soon(agent.update_chat_ctx(ctx))
+        elif not held and self._hold_note is not None and not reading_pending:
+            note, self._hold_note = self._hold_note, None
+            ctx = agent.chat_ctx.copy()
+            ctx.items[:] = [item for item in ctx.items if getattr(item, "id", None) != note]
+            self._soon(agent.update_chat_ctx(ctx))
+
     def _soon(self, coro) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -447,11 +590,12 @@ class LullLadder:
 
     def feed(self, event: Event) -> None:
         """Feed any core event now (a route switched, an announcement, a media path
-        failing); a final report of a prompt is its one final report."""
+        failing). An application's report of a prompt is fed as it comes: a second final
+        report of one prompt reaches the core, which rejects it as stale, as on every
+        backend; the session's own report of a prompt already reported final is not fed
+        after it (the adapter would be delivering one callback twice)."""
         token = getattr(event, "token", None)
         if type(event) in _FINAL and token is not None:
-            if token in self._final:
-                return
             self._final.add(token)
         self._feed(event)
 
@@ -538,6 +682,7 @@ class LullLadder:
             elif kind is SessionClosed:
                 self._closing = True
         self._schedule()
+        self._tell_model_of_hold()
         if push:
             self._end_if_closed()
 
