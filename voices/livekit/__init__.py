@@ -6,6 +6,8 @@
   LiveKit plugins and I/O, no sound card;
 - `plugins`: Lull's whisper and piper as LiveKit STT and TTS plugins; `audio_io`: a
   recorded caller in and a clocked speaker out, as the session's audio I/O;
+- `scripted_llm`: `TableLLM`, an LLM whose replies and tool calls come from a table
+  (rehearsing beside an LLM, offline);
 - `backend`: `lull rehearse --backend livekit`; `incidents`: `lull incidents run --via
   livekit`, on `voices.virtual_loop`'s virtual-time event loop.
 """
@@ -20,6 +22,7 @@ import logging
 from .adapter import LullLadder
 from .audio_io import CallerFileAudio, ClockedSpeaker
 from .plugins import LullPiperTTS, LullWhisperSTT
+from .scripted_llm import TableLLM
 
 
 def quiet_livekit_logs() -> None:
@@ -28,4 +31,4 @@ def quiet_livekit_logs() -> None:
     logging.getLogger("livekit.agents").setLevel(logging.ERROR)
 
 
-__all__ = ["CallerFileAudio", "ClockedSpeaker", "LullLadder", "LullPiperTTS", "LullWhisperSTT", "quiet_livekit_logs"]
+__all__ = ["CallerFileAudio", "ClockedSpeaker", "LullLadder", "LullPiperTTS", "LullWhisperSTT", "TableLLM", "quiet_livekit_logs"]

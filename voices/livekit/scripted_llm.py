@@ -7,7 +7,8 @@ tool machinery (`tool_execution_updated`, the tool's result, the reply it does o
 not ask for). A row is `(words, reply)` or `(words, reply, seconds)`: for the first row
 all of whose words are in what the caller said last (lowercase, punctuation ignored),
 `reply` is either words to say or `tool:NAME` (a call of the function tool NAME with
-no arguments), its first chunk `seconds` after the request; `default` otherwise.
+no arguments), its first chunk `seconds` after the request; `default` otherwise;
+`greeting` before the caller has said anything.
 
     llm = TableLLM([("hold on", "tool:caller_needs_time"), ("back", "tool:caller_is_back"),
                     ("four", "Thanks, I've got it.")])
@@ -33,8 +34,10 @@ def _words(text: str) -> list[str]:
 class TableLLM(llm.LLM):
     """An LLM whose reply to the caller's last words is looked up in a table."""
 
-    def __init__(self, table: Sequence[tuple], *, default: str = "Sorry, could you say that again?") -> None:
+    def __init__(self, table: Sequence[tuple], *, default: str = "Sorry, could you say that again?",
+                 greeting: str = "Hello, how can I help?") -> None:
         super().__init__()
+        self.greeting = greeting
         self.table = [(tuple(_words(row[0])), row[1], float(row[2]) if len(row) > 2 else 0.0) for row in table]
         self.default = default
         self.heard: list[str] = []  # the caller's last words of each request, in order
@@ -65,11 +68,14 @@ class _TableStream(llm.LLMStream):
         table: TableLLM = self._llm  # type: ignore[assignment]
         items = [item for item in self._chat_ctx.items if getattr(item, "type", None) == "message"]
         table.contexts.append([(item.role, item.text_content or "") for item in items])
-        if items and items[-1].role != "user":
+        if not any(item.role == "user" for item in items):
+            reply, seconds = table.greeting, 0.0  # the agent speaks first
+        elif items[-1].role != "user":
             return  # a run after a tool call that asked for no reply: nothing to say
-        said = " ".join(item.text_content or "" for item in items[-1:]) if items else ""
-        table.heard.append(said)
-        reply, seconds = table.reply_to(said)
+        else:
+            said = items[-1].text_content or ""
+            table.heard.append(said)
+            reply, seconds = table.reply_to(said)
         if seconds:
             await asyncio.sleep(seconds)
         request = f"table-{next(_ids)}"
