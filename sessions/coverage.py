@@ -8,6 +8,9 @@ What counts as reached, from the records every journal holds:
 - an intent: an `utterance` the matcher read as it (a flow's intent names, shared ones
   included), or, in a session with no flow (an incident), a `turn_interpreted` intent.
 
+Beside an LLM, the agent's own model reads the caller's turns too: its readings and how
+often Lull's agreed are counted per flow (sessions.model_readings).
+
 What could have been reached comes from the journal's header: the flow document it
 carries (compiled as it was recorded) or the incident's ladder policy. A journal that
 cannot be read is counted, never half-read.
@@ -29,6 +32,7 @@ from ladder.policy import ABSENT_FROM_OLD_POLICIES
 from .corpus import map_sessions
 from .flowfiles import check_data
 from .journal import JournalScan, iter_records
+from .model_readings import ModelReadings, is_model_reading
 
 KINDS = ("stages", "ladder_stages", "routes", "intents")
 ANSWERS = ("answer", "partial_answer", "decline")  # a turn read as a value: no intent reached
@@ -40,6 +44,7 @@ class FlowCoverage:
     sessions: int = 0
     known: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in KINDS})
     reached: dict[str, Counter] = field(default_factory=lambda: {k: Counter() for k in KINDS})
+    model_readings: ModelReadings = field(default_factory=ModelReadings)
 
     def to_dict(self) -> dict:
         out: dict = {"sessions": self.sessions}
@@ -47,6 +52,7 @@ class FlowCoverage:
             names = sorted(self.known[kind] | set(self.reached[kind]))
             out[kind] = {name: self.reached[kind][name] for name in names}
         out["never"] = {kind: [n for n, c in out[kind].items() if c == 0] for kind in KINDS}
+        out["model_readings"] = self.model_readings.to_dict()
         return out
 
 
@@ -68,6 +74,7 @@ class Coverage:
             for kind in KINDS:
                 mine.known[kind] |= theirs.known[kind]
                 mine.reached[kind].update(theirs.reached[kind])
+            mine.model_readings.add(theirs.model_readings)
 
     def to_dict(self) -> dict:
         return {"sessions": self.sessions, "unreadable": sorted(self.unreadable),
@@ -112,6 +119,7 @@ def session_coverage(path: Path, into: Coverage) -> None:
     """One session's reach, added to `into` under its flow."""
     scan = JournalScan()
     reached = {k: Counter() for k in KINDS}
+    readings = ModelReadings()
     flowless = None  # known from the header, which iter_records reads before any record
     try:
         for record in iter_records(path, scan):
@@ -123,6 +131,8 @@ def session_coverage(path: Path, into: Coverage) -> None:
             detail = record.get("detail") or {}
             if effect == "RouteTaken":
                 reached["routes"][record.get("route")] += 1
+            elif is_model_reading(record):
+                readings.feed(record)
             elif effect is not None:
                 continue
             elif kind == "stage_entered":
@@ -156,6 +166,8 @@ def session_coverage(path: Path, into: Coverage) -> None:
     for kind in KINDS:
         flow.known[kind] |= known[kind]
         flow.reached[kind].update({k: v for k, v in reached[kind].items() if k})
+    readings.end_session()
+    flow.model_readings.add(readings)
 
 
 def _one(path: Path) -> Coverage:

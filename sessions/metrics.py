@@ -7,6 +7,8 @@ stage (of the episodes that reached that stage: its prompt started playing); exp
 waits; and the prompt
 sequence of each episode. Labels come from a fixed vocabulary (kinds, outcome labels,
 the ladder's stage names): no slot value or question text ever becomes a label.
+Beside an LLM, the agent's own model reads each caller turn too: its readings are
+counted against Lull's (sessions.model_readings).
 
 Reading streams each journal record by record, and a folder is read by a pool of
 processes, each returning only small count tables: memory stays bounded however
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from .corpus import map_sessions
 from .journal import JournalScan, iter_records
+from .model_readings import ModelReadings, is_model_reading
 from .replay import session_record_problem
 
 PROMPT_STATES = ("requested", "cancelled_before_playback", "started", "completed", "completed_late", "interrupted")
@@ -95,6 +98,7 @@ class Metrics:
     sequences: Counter = field(default_factory=Counter)  # "question > gentle_check > close" -> episodes
 
     unreadable_named: list[str] = field(default_factory=list)  # which, and why
+    model_readings: ModelReadings = field(default_factory=ModelReadings)  # the agent's model as a reader
 
     def note_unreadable(self, text: str) -> None:
         self.unreadable += 1
@@ -112,6 +116,7 @@ class Metrics:
             getattr(self, name).update(getattr(other, name))
         self.explicit_waits += other.explicit_waits
         self.episodes_with_hold += other.episodes_with_hold
+        self.model_readings.add(other.model_readings)
 
     def rows(self) -> list[tuple[str, int, int | None, str]]:
         """(metric, count, denominator, what the denominator is)."""
@@ -135,6 +140,7 @@ class Metrics:
         out.append(("episodes with a hold", self.episodes_with_hold, self.episodes, "episodes"))
         for outcome, count in sorted(self.session_outcomes.items()):
             out.append((f"session outcome: {outcome}", count, self.sessions, "sessions"))
+        out += self.model_readings.rows(self.sessions)
         return out
 
     def to_dict(self) -> dict:
@@ -152,6 +158,7 @@ class Metrics:
             "explicit_wait_requests": self.explicit_waits,
             "episodes_with_hold": self.episodes_with_hold,
             "prompt_sequences": dict(sorted(self.sequences.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "model_readings": self.model_readings.to_dict(),
             "rows": [
                 {"metric": m, "count": c, "denominator": d, "of": of} for m, c, d, of in self.rows()
             ],
@@ -179,6 +186,9 @@ def session_metrics(path: Path) -> Metrics:
             moved = tally.feed(record)
             if effect == "SessionClosed":
                 metrics.session_outcomes[record["outcome"]] += 1
+                continue
+            if is_model_reading(record):
+                metrics.model_readings.feed(record)
                 continue
             if effect is not None:
                 continue
@@ -225,6 +235,7 @@ def session_metrics(path: Path) -> Metrics:
     metrics.episodes_with_hold = len(held)
     metrics.sessions = 1
     metrics.skipped_lines = len(scan.skipped)
+    metrics.model_readings.end_session()
     return metrics
 
 

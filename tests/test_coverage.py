@@ -46,7 +46,7 @@ def test_the_command_prints_json_and_refuses_what_is_not_a_corpus(tmp_path):
     result = lull("sessions", "coverage", str(tmp_path), "--json")
     assert result.returncode == 0, result.stderr
     flow = json.loads(result.stdout)["flows"]["pharmacy_refill"]
-    assert set(flow) == {"sessions", "stages", "ladder_stages", "routes", "intents", "never"}
+    assert set(flow) == {"sessions", "stages", "ladder_stages", "routes", "intents", "never", "model_readings"}
     table = lull("sessions", "coverage", str(tmp_path))
     assert table.returncode == 0 and "close_no_rx" in table.stdout
     empty = tmp_path / "empty"

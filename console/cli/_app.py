@@ -99,6 +99,59 @@ def write_new_file(option: str, path: Path, data: bytes) -> None:
         fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
 
 
+def check_output_file(option: str, path: Path, overwrite: bool) -> None:
+    """Refuse, before any work, an output file that cannot be written: one that exists
+    (unless `overwrite`), a folder in its place, a folder to write into that is missing
+    or not writable."""
+    if path.is_dir():
+        fail(f"{option} {path}: is a folder; expected a file name")
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        fail(f"{option} {path}: the file exists; give --force to replace it (nothing was overwritten)")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        fail(f"{option} {path}: the folder {folder} {what}; expected an existing folder to write into")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        fail(f"{option} {path}: the folder {folder} is not writable")
+
+
+def write_file_atomically(option: str, path: Path, data: bytes, overwrite: bool) -> None:
+    """Write whole or not at all: the data goes to a file of its own beside `path`, then
+    takes its name (a reader never sees half a file). Without `overwrite`, a file that
+    appeared meanwhile is kept: a hard link, like open's 'x', refuses an existing name."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path, data)
+    except FileExistsError:
+        fail(f"{option} {path}: the file exists; give --force to replace it (nothing was overwritten)")
+    except OSError as exc:
+        fail(f"{option} {path}: cannot write: {exc.strerror or exc}")
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _link_new(tmp: str, path: Path, data: bytes) -> None:
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError:  # a filesystem without hard links: 'x' still refuses an existing name
+        with open(path, "xb") as handle:
+            handle.write(data)
+
+
 def check_record_folder(record: Path, names: list[str], what: str) -> None:
     """Refuse, before any run, a --record folder where a session would clash or fail."""
     twice = [name for name, n in Counter(names).items() if n > 1]

@@ -395,6 +395,7 @@ def sessions_coverage(
             reached = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
             table.add_row(kind.replace("_", " "), plain(reached or "-"), Text(", ".join(flow["never"][kind]) or "-",
                                                                           style="yellow" if flow["never"][kind] else ""))
+        table.add_row("model readings", plain(result.flows[name].model_readings.line()), "-")
         out.print(table)
     if data["unreadable"]:
         print_text((f"{len(data['unreadable'])} unreadable journal(s): {', '.join(data['unreadable'])}", "yellow"))
@@ -553,3 +554,86 @@ def _silent_wait(longer_ms: float) -> str:
         return "a silent caller hears the next stage as soon as now"
     more = "later" if longer_ms > 0 else "sooner"
     return f"a silent caller hears the next stage {abs(longer_ms) / 1000:.1f}s {more}"
+
+
+@sessions_app.command("phrasings")
+def sessions_phrasings(
+    corpus: Annotated[list[Path], typer.Argument(help="Session folders, archives, or folders of them.")],
+    out_path: Annotated[Path | None, typer.Option("--out", help="Write the phrasing file here (default: print it).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="With --out: replace a file that exists.")] = False,
+    include_stale: Annotated[bool, typer.Option(
+        "--include-stale", help="Keep turns whose model decision came after the caller's next turn began (not acted on).")] = False,
+    min_agreement: Annotated[float, typer.Option(
+        "--min-agreement", min=0.5, max=1.0,
+        help="Words the model read more than one way go under the intent of at least this share of their turns "
+             "(1.0: only words it read one way).")] = 1.0,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Processes (default: one a core).")] = None,
+    scheduler: Scheduler = None,
+) -> None:
+    """A phrasing file from the turns the agent's own model labelled, for `lull bench
+    intents FLOW --phrasings FILE`.
+
+    Beside an LLM (Pipecat's turn-completion markers, LiveKit's tools), each journal holds
+    the model's reading of each caller turn (`model_reading`). The model's "needs time"
+    becomes wait_request, "the caller is back" ready, and a complete turn goes under
+    "none": it is none of the ladder's intents, so a matcher that reads one in it is
+    wrong. Turns the model said were cut off teach no intent and are left out, as are
+    stale decisions (unless --include-stale). Each phrase once, masked as the journal
+    holds it. What was read and left out is said on stderr.
+
+    Examples:
+      lull sessions phrasings calls/ --out callers.json
+      lull bench intents my_flow.json --phrasings callers.json
+    """
+    from sessions.model_readings import corpus_phrasings, phrasing_file
+
+    from ._app import check_output_file, write_file_atomically
+
+    if force and out_path is None:
+        fail("--force goes with --out")
+    for path in corpus:
+        _check_corpus_folder(path)
+    if out_path is not None:
+        check_output_file("--out", out_path, overwrite=force)  # before the work, so a bad path costs nothing
+    progress = Progress("journals read")
+    part = _read_corpus("corpus", lambda: corpus_phrasings(corpus, workers=workers, progress=progress, scheduler=scheduler))
+    progress.done()
+    if part.journals == 0 and not part.unreadable:
+        fail(f"{', '.join(map(str, corpus))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
+    export = phrasing_file(part, include_stale=include_stale, min_agreement=min_agreement)
+    for line in _phrasings_summary(part, export, min_agreement):
+        print_text(line, console=err)
+    if not export.file:
+        fail("no model-labelled turns to export (nothing was written)", code=1)
+    text = json.dumps(export.file, indent=2, ensure_ascii=False) + "\n"
+    if out_path is None:
+        typer.echo(text, nl=False)
+        return
+    write_file_atomically("--out", out_path, text.encode("utf-8"), overwrite=force)
+    print_text(f"wrote {out_path}", console=err)
+
+
+def _phrasings_summary(part, export, min_agreement: float) -> list[str]:
+    """What went into the phrasing file and what was left out, and why, in plain lines."""
+    lines = [f"{part.journals} journal(s) read: {part.turns} turn(s) the model read"
+             + (f", {part.unusable} model reading(s) with fields that cannot be read" if part.unusable else "")]
+    if export.file:
+        per_intent = ", ".join(f"{intent} {len(phrases)} ({export.turns[intent]} turns)" for intent, phrases in export.file.items())
+        lines.append(f"exported {export.phrases} phrase(s) from {sum(export.turns.values())} turn(s): {per_intent}")
+    left = export.left_out
+    why = {
+        "cut_off": f"{left['cut_off']} turn(s) the model said were cut off: no intent to teach",
+        "stale": f"{left['stale']} stale turn(s): decided after the caller's next turn began, not acted on "
+                 "(--include-stale keeps them)",
+        "no_words": f"{left['no_words']} turn(s) with no words",
+        "two_ways": f"{left['two_ways']} turn(s) of {export.two_ways} phrase(s) the model read more than one way, "
+                    f"no one intent having --min-agreement {min_agreement:g} of them",
+        "outvoted": f"{left['outvoted']} turn(s) outvoted: words kept under the intent most of their turns had",
+    }
+    shown = [text for key, text in why.items() if left[key]]
+    if shown:
+        lines += ["left out:", *(f"  {text}" for text in shown)]
+    if part.unreadable:
+        lines.append(f"{len(part.unreadable)} journal(s) could not be read: " + "; ".join(sorted(part.unreadable)[:10])
+                     + ("; ..." if len(part.unreadable) > 10 else ""))
+    return lines
