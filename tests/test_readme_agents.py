@@ -54,3 +54,57 @@ def test_the_readme_agent_runs_a_call_and_its_journal_replays_clean(framework, t
     assert not re.search(r"\b4821\b|4 8 2 1|four eight two one", journal)  # whole numbers: the wall clock's microseconds may hold the digits
     assert '"outcome":"completed"' in journal  # the code was read back, confirmed and looked up
     assert replay(folder).verdict == "CLEAN"
+
+
+LLM_AGENTS = {"pipecat-llm": "pipecat", "livekit-llm": "livekit.agents"}  # beside an LLM, the model reading the caller
+
+
+@pytest.mark.parametrize("block", LLM_AGENTS)
+def test_the_readme_agent_beside_an_llm_is_under_30_lines(block):
+    assert len([line for line in readme_agent(block).splitlines() if line.strip()]) < 30
+
+
+def test_the_readme_agents_beside_an_llm_let_the_model_drive_the_ladder_and_their_journals_make_a_corpus(tmp_path):
+    """A caller who asks for time, comes back, and gives a number: through each
+    framework the model's reading drives the ladder (one acknowledgement, no reminder
+    while held); both readings are journaled; the journals replay CLEAN, and as a
+    corpus they give agreement counts and a phrasing file of the model's labels."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from console.cli import app
+
+    calls = tmp_path / "corpus"
+    for block, module in LLM_AGENTS.items():
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"the {module} extra is not installed")
+        folder = tmp_path / block
+        folder.mkdir()
+        (folder / "agent.py").write_text(readme_agent(block), encoding="utf-8")
+        recorded_caller(folder / "caller.wav", (4.5, "hold on a second"), (9.0, "okay I am back"),
+                        (2.5, "it is four eight two one"), (4.0, ""))
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", ON_VIRTUAL_TIME], cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr[-2000:]
+        call = folder / "calls" / "call-1"
+        records = [json.loads(line) for line in (call / "journal.jsonl").read_text().splitlines()[1:]]
+        readings = [r for r in records if r.get("effect") == "Observation" and r.get("kind") == "model_reading"]
+        assert [r["model"] for r in readings][:2] == ["wait_request", "answer" if block == "pipecat-llm" else "ready"]
+        prompts = [r for r in records if r.get("effect") == "RequestPrompt"]
+        held_until = readings[1]["t_ms"]
+        assert [p["kind"] for p in prompts if p["t_ms"] <= held_until].count("acknowledgement") == 1
+        assert not [p for p in prompts if p["kind"] == "reminder" and p["t_ms"] <= held_until]
+        assert not re.search(r"\b4821\b|four eight two one", (call / "journal.jsonl").read_text())
+        assert replay(call).verdict == "CLEAN"
+        (calls / block).parent.mkdir(exist_ok=True)
+        call.rename(calls / block)
+    runner = CliRunner()
+    report = runner.invoke(app, ["sessions", "report", str(calls), "--json"])
+    assert report.exit_code == 0, report.output
+    assert "model" in report.output and "agree" in report.output
+    out = tmp_path / "labels.json"
+    exported = runner.invoke(app, ["sessions", "phrasings", str(calls), "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    labels = json.loads(out.read_text())
+    assert labels.get("wait_request")  # "hold on a second", as the recogniser heard it

@@ -37,6 +37,19 @@ pipeline's start):
   the turn has ended (a transcription after the stop is read when it comes); words that
   are none of these answer the question (the answer's value is the words heard, masked
   in the journal): the LLM takes it from there.
+- Beside an LLM that marks its turns (`FilterIncompleteUserTurnStrategies`; on with
+  `model_reads_turns=True`, or from the first marker seen): the model decides each
+  caller turn, and Lull's reading of the words is journaled beside it, not fed.
+  `LLMFullResponseStartFrame` notes the caller turn the response reads (the latest, or
+  while the caller speaks again the one before); its `LLMMarkerResponseFrame` is the
+  decision, by its `kind`: complete = `TurnInterpreted(answer)`, short (cut off) =
+  `partial_answer`, long (needs time) = `wait_request`, each with the turn's end if
+  Pipecat keeps the turn open. One for an older turn than the latest is stale (the core
+  rejects it). `VADUserStartedSpeakingFrame` inside a Pipecat turn the model already
+  decided (◐ and ○ keep it open) is a new caller turn to Lull. An `LLMRunFrame` coming
+  from the LLM is the mixin re-prompting on its own timer: journaled as a second owner.
+  `transcripts()` gives a processor to put before the user aggregator, which keeps the
+  final transcriptions to itself.
 - `InterruptionFrame`: `PlaybackInterrupted` of the Lull prompt playing.
 - `FunctionCallInProgressFrame` / `FunctionCallResultFrame`: `ToolStarted` /
   `ToolFinished` (ok, or failed when the result carries an error).
@@ -53,6 +66,9 @@ Effects go back as frames:
 - a `CancelPrompt` of a prompt queued or playing is an interruption broadcast (the
   pipeline's TTS and transport flush it); one that had started playing is reported
   `PlaybackInterrupted` at once;
+- while the core holds the caller, an `LLMMessagesAppendFrame` downstream puts a note
+  in the LLM's context (the assistant aggregator keeps it), withdrawn by an
+  `LLMMessagesTransformFrame` once the turn after the hold has been read;
 - `SessionClosed` ends the call (an `EndWorkerFrame`) once the last Lull prompt
   has been said, unless `end_call_on_close` is off;
 - the core's timers run on the event loop at `next_deadline()`.
