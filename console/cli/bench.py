@@ -12,7 +12,7 @@ from rich.text import Text
 
 from sessions.flowfiles import FlowFileError, resolve_flow
 
-from ._app import app, err, fail, out, plain, print_text, quiet_pipecat_logs
+from ._app import Progress, app, err, fail, out, plain, print_text, quiet_pipecat_logs
 
 bench_app = typer.Typer(help="Benchmarks: figures and ratios measured in one run.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -151,18 +151,28 @@ def bench_intents(
     ] = None,
     matcher: Annotated[str, typer.Option("--matcher", help="classifier (in use), embedding (wordllama), minilm, blend, lexical, or all.")] = "classifier",
     own_only: Annotated[bool, typer.Option("--own-only", help="Learn the flow's own examples only, not Lull's shared phrases.")] = False,
+    spoken: Annotated[bool, typer.Option("--spoken", help="Also speak each phrasing in several voices and read what Lull's whisper hears.")] = False,
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also down a phone line: 8 kHz G.711 mu-law, a -45 dBFS floor.")] = None,
+    audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
+    heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real models).
 
     With --phrasings, any flow against any phrasing file: right per intent, off-topic
     phrases accepted, the misses. Without it, the shipped flow's own held-out sets.
+    With --spoken and --line pstn, the same phrasings as a call hears them, side by side
+    with the text, each miss with what was heard; --audio DIR reads a designer's own
+    recordings. What was heard is kept by content, so a rerun only reads.
 
     Examples:
       lull bench intents my_flow.json --phrasings my_callers.json
       lull bench intents my_flow.json --phrasings my_callers.json --json
       lull bench intents --matcher all
       lull bench intents --yardstick tests/flows/yardstick --json
+      lull bench intents my_flow.json --phrasings my_callers.json --spoken --line pstn
+      lull bench intents my_flow.json --audio recordings/
+      lull bench intents --yardstick tests/flows/yardstick2 --spoken --line pstn --json
     """
     from voices.interpret import MATCHER_KINDS
 
@@ -173,9 +183,27 @@ def bench_intents(
         resolve_flow(flow)
     except FlowFileError as exc:
         fail(f"{flow}: {exc.problems[0].message}")
+    line_settings = None
+    if line is not None:
+        try:
+            from voices.line.pstn import LineError, LineSettings
+
+            line_settings = LineSettings(kind=line)
+        except LineError as exc:
+            fail(str(exc))
+    if audio is not None and (phrasings is not None or yardstick is not None or spoken):
+        fail("--audio reads recordings: give it without --phrasings, --yardstick or --spoken")
+    if yardstick is not None and (spoken or line_settings is not None):
+        _bench_heard_yardstick(yardstick, kinds[0], spoken, line_settings, as_json)
+        return
     if yardstick is not None:
         _bench_yardstick(yardstick, kinds[0], as_json)
         return
+    if audio is not None or (phrasings is not None and (spoken or line_settings is not None)):
+        _bench_heard(flow, phrasings, audio, spoken, line_settings, kinds[0], heard, as_json)
+        return
+    if spoken or line_settings is not None:
+        fail("--spoken and --line need --phrasings FILE or --yardstick FOLDER (the phrasings to speak)")
     if phrasings is not None:
         _bench_phrasings(flow, phrasings, kinds, own_only, as_json)
         return
@@ -290,6 +318,85 @@ def _bench_yardstick(folder: Path, kind: str, as_json: bool) -> None:
     for name in sets:
         for target, ok in result["sets"][name]["targets"].items():
             print_text(f"  {name}: {'MET' if ok else 'MISSED'}: {target}")
+
+
+_CONDITIONS = {"text": "as text", "spoken": "spoken", "line": "down the line", "recorded": "recorded",
+               "recorded_line": "recorded, down the line"}
+
+
+def _bench_heard(flow: str, phrasings: Path | None, audio: Path | None, spoken: bool, line, kind: str,
+                 heard: Path | None, as_json: bool) -> None:
+    from voices.heard_phrasings import heard_bench
+    from voices.phrasing_bench import PhrasingFileError
+
+    progress = Progress("turns heard")
+    try:
+        result = heard_bench(flow, phrasings=phrasings, audio=audio, spoken=spoken, line=line, matcher_kind=kind,
+                             cache_path=heard, progress=progress)
+    except PhrasingFileError as exc:
+        fail(str(exc))
+    finally:
+        progress.done()
+    if as_json:
+        echo_json(result)
+        return
+    conditions = result["conditions"]
+    table = Table(title=f"{kind} on {result['flow']}: " + ", ".join(_CONDITIONS[c] for c in conditions), title_justify="left")
+    table.add_column("intent")
+    for name in conditions:
+        table.add_column(_CONDITIONS[name])
+    intents = list(next(iter(conditions.values()))["intents"])
+    for intent in intents:
+        table.add_row(plain(intent), *(_share(c["intents"].get(intent)) for c in conditions.values()))
+    table.add_row("pooled", *(_share(c["pooled"]) for c in conditions.values()))
+    table.add_row("off-topic accepted", *(f"{c['off_topic']['accepted']}/{c['off_topic']['total']}" for c in conditions.values()))
+    out.print(table)
+    for name, c in conditions.items():
+        if name == "text":
+            continue
+        for miss in c["misses"]:
+            print_text(f"  {name} miss: {miss['written']!r} ({miss['intent']}, {miss['speaker']}) heard as "
+                       f"{miss['heard']!r} -> {miss['read_as']}")
+        for miss in c["off_topic_accepted"]:
+            print_text(f"  {name} off-topic accepted: {miss['written']!r} ({miss['speaker']}) heard as "
+                       f"{miss['heard']!r} -> {miss['read_as']}")
+
+
+def _share(row: dict | None) -> str:
+    if not row or not row["total"]:
+        return "-"
+    return f"{row['right']}/{row['total']} {_floor_percent(row['right'] / row['total'])}"
+
+
+def _bench_heard_yardstick(folder: Path, kind: str, spoken: bool, line, as_json: bool) -> None:
+    from voices.heard_phrasings import heard_yardstick
+    from voices.phrasing_bench import PhrasingFileError
+
+    try:
+        result = heard_yardstick(folder, spoken=spoken, line=line, matcher_kind=kind,
+                                 progress=None if as_json else (lambda what: print_text(f"hearing {what}", console=err)))
+    except PhrasingFileError as exc:
+        fail(str(exc))
+    if as_json:
+        echo_json(result)
+        return
+    for name, per_set in result["sets"].items():
+        table = Table(title=f"{kind} on the {name} phrasings of {plain(str(folder))}", title_justify="left")
+        table.add_column("flow")
+        for condition in per_set:
+            table.add_column(_CONDITIONS[condition])
+            table.add_column("off-topic")
+        for flow, sets in result["flows"].items():
+            cells = []
+            for condition in per_set:
+                c = sets[name][condition]
+                cells += [_share(c["pooled"]), f"{c['off_topic']['accepted']}/{c['off_topic']['total']}"]
+            table.add_row(plain(flow), *cells)
+        table.add_row("pooled", *[x for c in per_set.values() for x in (_share(c["pooled"]), f"{c['off_topic']['accepted']}/{c['off_topic']['total']}")])
+        out.print(table)
+        for condition, c in per_set.items():
+            for target, ok in c["targets"].items():
+                print_text(f"  {name} {_CONDITIONS[condition]}: {'MET' if ok else 'MISSED'}: {target}")
 
 
 def _from_disk(result: dict) -> str:
