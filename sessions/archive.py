@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .journal import JournalBytes, JournalError, document_hash
+from .journal import JournalBytes, JournalError, Unread, document_hash
 
 SUFFIXES = (".jsonl.gz", ".jsonl.zst")
 FLOWS = "flows"
@@ -77,7 +77,7 @@ def _zstd_lines(path: Path, chunk_size: int = 1 << 20) -> Iterator[bytes]:
         if pending:
             yield pending
         if fed:
-            raise EOFError("the archive ends inside a compressed frame: cut short")
+            raise EOFError("the archive ends inside a compressed frame")
 
 
 def _lines(path: Path) -> Iterator[bytes]:
@@ -88,8 +88,9 @@ def _lines(path: Path) -> Iterator[bytes]:
         yield from stream
 
 
-def members(path: Path, damage: list[str], flows: Path | None = None) -> Iterator[JournalBytes]:
-    """Each journal in the archive, in order; what stops the reading is added to `damage`."""
+def members(path: Path, damage: list[Unread], flows: Path | None = None) -> Iterator[JournalBytes]:
+    """Each journal in the archive, in order; what stops the reading is added to `damage`
+    (the archive's unread rest: how many journals it held cannot be known)."""
     index, lines = 0, []
     try:
         for line in _lines(path):
@@ -99,10 +100,21 @@ def members(path: Path, damage: list[str], flows: Path | None = None) -> Iterato
                 lines = []
             lines.append(line)
     except _errors() as exc:
-        damage.append(f"{path}: unreadable after member {index + (1 if lines else 0)} "
-                      f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'cut short'})")
+        reached = index + (1 if lines else 0)
+        where = f"unreadable after member {reached}" if reached else "unreadable from its start"
+        damage.append(Unread(str(path), f"{where}: {_damage_words(exc)}", journals=None))
     if lines:  # the last member; cut short by damage, the journal reader says how
         yield JournalBytes(path, index + 1, b"".join(lines), flows)
+
+
+def _damage_words(exc: BaseException) -> str:
+    """What stopped an archive's reading, in words: cut short, damaged, or not readable."""
+    detail = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, EOFError):
+        return f"cut short ({detail})" if detail else "cut short"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot be read ({exc.strerror})"
+    return f"damaged ({type(exc).__name__}: {detail})" if detail else f"damaged ({type(exc).__name__})"
 
 
 class ArchiveWriter:

@@ -1,8 +1,13 @@
 """Reading a corpus: one function per journal, its parts merged, on every core or a cluster.
 
 Every corpus reader (timing, what-if, metrics, coverage) is a per-journal function
-returning a part with `add(other)` and `note_unreadable(text)`; parts merge, so the
+returning a part with `add(other)` and `note_unreadable(unread)`; parts merge, so the
 result does not depend on how the journals were split, nor on where they were read.
+
+What a verdict does not cover is named, never dropped: each journal that could not be
+read, or was read only up to damage, is a `sessions.journal.Unread` (which journal, and
+why in plain words), carried back from the worker processes with the part, and
+`verdict()` says how much of the corpus a result stands on.
 
 A corpus is session folders, archives of journals (sessions.archive), or folders of
 either. It is walked lazily and handed out in batches with a bounded number in flight,
@@ -21,6 +26,7 @@ Where the work runs:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -29,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .archive import is_archive, members
-from .journal import JOURNAL_FILENAME
+from .journal import JOURNAL_FILENAME, Unread
 
 Part = TypeVar("Part")
 
@@ -86,12 +92,12 @@ def read_batch(batch: list[Path], read: Callable[[Any], Any], empty: Callable[[]
     total, count = empty(), 0
     for unit in batch:
         if is_archive(unit):
-            damage: list[str] = []
+            damage: list[Unread] = []
             for member in members(unit, damage):
                 total.add(read(member))
                 count += 1
-            for text in damage:
-                total.note_unreadable(text)
+            for unread in damage:
+                total.note_unreadable(unread)
         else:
             total.add(read(unit))
             count += 1
@@ -171,7 +177,7 @@ def _on_processes(workers: int, task: Callable, batches: Iterator[list[Path]], m
                     merge(*future.result())
                 elif lost.get(id(batch), 0) >= 1:
                     for unit in batch:
-                        total.note_unreadable(f"{unit} (its worker process died twice reading it)")
+                        total.note_unreadable(_lost(unit, "its worker process died twice reading it"))
                 else:
                     lost[id(batch)] = 1
                     retry.append(batch)
@@ -229,7 +235,7 @@ def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merg
                 merge(*future.result())
             except Exception as exc:  # noqa: BLE001 -- a batch Dask gave up on (its workers kept dying): named
                 for unit in batch:
-                    total.note_unreadable(f"{unit} (lost with its worker: {type(exc).__name__})")
+                    total.note_unreadable(_lost(unit, f"lost with its worker ({type(exc).__name__})"))
             future.release()
             following = next(batches, None)
             if following is not None:
@@ -239,4 +245,36 @@ def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merg
             client.close()
 
 
-__all__ = ["CorpusError", "corpus_units", "map_sessions", "read_batch", "session_folders"]
+def _lost(unit: Path, why: str) -> Unread:
+    """A unit of a batch that was never read: a session folder is one journal, an
+    archive an unknown number."""
+    return Unread(str(unit), why, journals=None if is_archive(unit) else 1)
+
+
+def verdict(sessions: int, left_out: Iterable[Unread], read_in_part: Iterable[Unread] = (),
+            also_left_out: int = 0) -> dict[str, Any]:
+    """How much of the corpus a verdict stands on: `sessions` counted of `of` journals
+    found (`of_at_least`: an archive's rest could not be read, so there may be more),
+    and whether that is the whole corpus. `left_out` are journals not counted,
+    `read_in_part` ones counted only up to their damage, `also_left_out` journals not
+    counted for another reason (of another flow)."""
+    left_out, read_in_part = list(left_out), list(read_in_part)
+    return {
+        "sessions": sessions,
+        "of": sessions + also_left_out + sum(u.journals or 0 for u in left_out),
+        "of_at_least": any(u.journals is None for u in left_out),
+        "whole": not left_out and not read_in_part and not also_left_out,
+    }
+
+
+def named(unread: Iterable[Unread]) -> list[dict[str, Any]]:
+    """Journals not wholly read, as --json lists them: in one order however the corpus was split."""
+    return [u.to_dict() for u in sorted(unread, key=lambda u: (_in_number_order(u.journal), u.reason))]
+
+
+def _in_number_order(name: str) -> list:
+    """A name's numbers compared as numbers: calls.jsonl.zst#2 before calls.jsonl.zst#10."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
+__all__ = ["CorpusError", "corpus_units", "map_sessions", "named", "read_batch", "session_folders", "verdict"]

@@ -13,7 +13,8 @@ often Lull's agreed are counted per flow (sessions.model_readings).
 
 What could have been reached comes from the journal's header: the flow document it
 carries (compiled as it was recorded) or the incident's ladder policy. A journal that
-cannot be read is counted, never half-read.
+cannot be read is named with why, never half-read; one read up to damage (lines
+skipped, records missing) counts what it holds and is named too.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from ladder.events import INTENTS
 from ladder.flow.shared_intents import flow_intents
 from ladder.policy import ABSENT_FROM_OLD_POLICIES
 
-from .corpus import map_sessions
+from .corpus import map_sessions, named, verdict
 from .flowfiles import check_data
-from .journal import JournalScan, iter_records
+from .journal import JournalScan, Unread, iter_records, reason_of
 from .model_readings import ModelReadings, is_model_reading
 
 KINDS = ("stages", "ladder_stages", "routes", "intents")
@@ -60,14 +61,16 @@ class FlowCoverage:
 class Coverage:
     flows: dict[str, FlowCoverage] = field(default_factory=dict)
     sessions: int = 0
-    unreadable: list[str] = field(default_factory=list)
+    unreadable: list[Unread] = field(default_factory=list)  # not counted
+    read_in_part: list[Unread] = field(default_factory=list)  # counted up to their damage
 
-    def note_unreadable(self, text: str) -> None:
-        self.unreadable.append(text)
+    def note_unreadable(self, unread: Unread) -> None:
+        self.unreadable.append(unread)
 
     def add(self, other: Coverage) -> None:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
+        self.read_in_part += other.read_in_part
         for name, theirs in other.flows.items():
             mine = self.flows.setdefault(name, FlowCoverage())
             mine.sessions += theirs.sessions
@@ -77,7 +80,8 @@ class Coverage:
             mine.model_readings.add(theirs.model_readings)
 
     def to_dict(self) -> dict:
-        return {"sessions": self.sessions, "unreadable": sorted(self.unreadable),
+        return {"sessions": self.sessions, "verdict": verdict(self.sessions, self.unreadable, self.read_in_part),
+                "unreadable": named(self.unreadable), "read_in_part": named(self.read_in_part),
                 "flows": {name: c.to_dict() for name, c in sorted(self.flows.items())}}
 
 
@@ -148,9 +152,12 @@ def session_coverage(path: Path, into: Coverage) -> None:
                 reached["intents"][detail["matched"]] += 1
             elif kind == "turn_interpreted" and flowless and detail.get("intent"):
                 reached["intents"][detail["intent"]] += 1
-    except (ValueError, OSError):
-        into.unreadable.append(str(path))
+    except (ValueError, OSError) as exc:
+        into.unreadable.append(Unread(str(path), reason_of(exc, path)))
         return
+    damage = scan.damage()
+    if damage:
+        into.read_in_part.append(Unread(str(path), damage))
     header = scan.header or {}
     found = _known_from_flow(header)
     if found is not None:

@@ -53,7 +53,9 @@ __all__ = [
     "Journal",
     "JournalWriter",
     "JournalBytes",
+    "Unread",
     "iter_records",
+    "reason_of",
     "read_journal",
 ]
 
@@ -78,6 +80,40 @@ RecordCheck = Callable[[dict[str, Any]], "str | None"]
 
 class JournalError(ValueError):
     """The journal cannot be used at all (bad or missing header, unknown schema)."""
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A journal a corpus verdict does not wholly cover, and why, in plain words.
+
+    What a corpus reader names (sessions.corpus): a journal it could not read, one it
+    read only up to damage, or the rest of an archive past damage. `journals` is how
+    many journals it stands for: 1, or None for an archive's unread rest, whose number
+    cannot be known. Frozen and small: it crosses to and from worker processes.
+    """
+
+    journal: str
+    reason: str
+    journals: int | None = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        named: dict[str, Any] = {"journal": self.journal, "reason": self.reason}
+        if self.journals is None:
+            named["rest_of_archive"] = True  # not one journal: however many the archive held past the damage
+        return named
+
+    def __str__(self) -> str:
+        return f"{self.journal}: {self.reason}"
+
+
+def reason_of(exc: BaseException, journal: object) -> str:
+    """Why `journal` could not be read, from the error, without the journal's own name
+    (the listing gives it beside): "line 1: invalid JSON at column 1; ...", not the path twice."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    for name in (f"{journal}/{JOURNAL_FILENAME}", str(journal)):
+        if text.startswith(name):
+            return text[len(name):].lstrip(": ") or type(exc).__name__
+    return text
 
 
 @dataclass(frozen=True)
@@ -355,6 +391,14 @@ class JournalScan:
     def report(self) -> str:
         return _report(self.path, self.loaded, self.skipped, self.gaps, self.clock_behind)
 
+    def damage(self) -> str | None:
+        """What of the journal was lost (lines skipped, records missing), in words, or
+        None when nothing was: an exact copy of the line before it loses nothing."""
+        lost = [s for s in self.skipped if not s.harmless]
+        if not lost and not self.gaps:
+            return None
+        return "; ".join(_losses(lost, self.gaps))
+
 
 @dataclass
 class Journal:
@@ -398,16 +442,7 @@ def _report(
     clock_behind: list[tuple[int, float]] = (),  # type: ignore[assignment]
 ) -> str:
     parts = [f"{_display_name(path)}: {loaded} record{'' if loaded == 1 else 's'} loaded"]
-    if skipped:
-        listed = ", ".join(f"line {s.line_no} {s.reason}" for s in skipped[:_REPORT_MAX_LISTED])
-        more = f", and {len(skipped) - _REPORT_MAX_LISTED} more" if len(skipped) > _REPORT_MAX_LISTED else ""
-        parts.append(f"{len(skipped)} line{'' if len(skipped) == 1 else 's'} skipped: {listed}{more}")
-    else:
-        parts.append("no lines skipped")
-    if gaps:
-        listed = ", ".join(g.describe() for g in gaps[:_REPORT_MAX_LISTED])
-        more = f", and {len(gaps) - _REPORT_MAX_LISTED} more" if len(gaps) > _REPORT_MAX_LISTED else ""
-        parts.append(f"{len(gaps)} seq gap{'' if len(gaps) == 1 else 's'}: {listed}{more}")
+    parts += _losses(skipped, gaps) if skipped else ["no lines skipped", *_losses([], gaps)]
     if clock_behind:
         worst = max(ms for _, ms in clock_behind)
         noun = "record" if len(clock_behind) == 1 else "records"
@@ -416,6 +451,20 @@ def _report(
             f"(by up to {worst:g} ms; first at seq {clock_behind[0][0]})"
         )
     return "; ".join(parts)
+
+
+def _losses(skipped: list[SkippedLine], gaps: list[SeqGap]) -> list[str]:
+    """The skipped lines and the seq gaps, a phrase each kind (the first few listed)."""
+    parts = []
+    if skipped:
+        listed = ", ".join(f"line {s.line_no} {s.reason}" for s in skipped[:_REPORT_MAX_LISTED])
+        more = f", and {len(skipped) - _REPORT_MAX_LISTED} more" if len(skipped) > _REPORT_MAX_LISTED else ""
+        parts.append(f"{len(skipped)} line{'' if len(skipped) == 1 else 's'} skipped: {listed}{more}")
+    if gaps:
+        listed = ", ".join(g.describe() for g in gaps[:_REPORT_MAX_LISTED])
+        more = f", and {len(gaps) - _REPORT_MAX_LISTED} more" if len(gaps) > _REPORT_MAX_LISTED else ""
+        parts.append(f"{len(gaps)} seq gap{'' if len(gaps) == 1 else 's'}: {listed}{more}")
+    return parts
 
 
 @dataclass(frozen=True)
@@ -502,19 +551,29 @@ def _with_stored_flow(header: dict[str, Any], file_path: Any) -> dict[str, Any]:
         folders = [file_path.flows or file_path.archive.parent]
     else:
         folders = [Path(file_path).parent, Path(file_path).parent.parent]  # the session folder, the corpus
+    found = []  # files by that name that are not that flow: said, so a wrong copy is not called missing
     for folder in folders:
         key = (str(folder), wanted)
         if key not in _stored_flows:
             try:
                 stored = json.loads((folder / name).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                found.append(f"{folder / name} cannot be read ({e.strerror or e})")
+                continue
+            except ValueError:
+                found.append(f"{folder / name} is not a stored flow (not JSON)")
                 continue
             if not isinstance(stored, dict) or document_hash(stored.get("flow_document")) != wanted:
-                continue  # a file by that name, but not that flow
+                found.append(f"{folder / name} holds another flow")
+                continue
             _stored_flows[key] = {k: v for k, v in stored.items() if k in ("flow_document", "ladder_policy")}
         return {**header, **_stored_flows[key]}
-    raise JournalError(f"{where}: flow hash {wanted}: no stored flow matches "
-                       f"(looked for {name} in {' and '.join(str(f) for f in folders)})")
+    if found:
+        raise JournalError(f"{where}: no stored flow matches its flow hash {wanted}: {'; '.join(found)}")
+    raise JournalError(f"{where}: its stored flow {name} is missing "
+                       f"(looked in {' and '.join(str(f) for f in folders)}; flow hash {wanted})")
 
 
 def _after(seq: int) -> str:

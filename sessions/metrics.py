@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .corpus import map_sessions
-from .journal import JournalScan, iter_records
+from .corpus import map_sessions, named, verdict
+from .journal import JournalScan, Unread, iter_records, reason_of
 from .model_readings import ModelReadings, is_model_reading
 from .replay import session_record_problem
 
@@ -85,7 +85,8 @@ class PromptTally:
 @dataclass
 class Metrics:
     sessions: int = 0
-    unreadable: int = 0
+    unreadable: list[Unread] = field(default_factory=list)  # not counted: which, and why
+    read_in_part: list[Unread] = field(default_factory=list)  # counted up to their damage
     skipped_lines: int = 0
     prompts: dict[str, Counter] = field(default_factory=dict)  # prompt kind -> state -> count
     episodes: int = 0
@@ -97,17 +98,15 @@ class Metrics:
     episodes_with_hold: int = 0
     sequences: Counter = field(default_factory=Counter)  # "question > gentle_check > close" -> episodes
 
-    unreadable_named: list[str] = field(default_factory=list)  # which, and why
     model_readings: ModelReadings = field(default_factory=ModelReadings)  # the agent's model as a reader
 
-    def note_unreadable(self, text: str) -> None:
-        self.unreadable += 1
-        self.unreadable_named.append(text)
+    def note_unreadable(self, unread: Unread) -> None:
+        self.unreadable.append(unread)
 
     def add(self, other: Metrics) -> None:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
-        self.unreadable_named += other.unreadable_named
+        self.read_in_part += other.read_in_part
         self.skipped_lines += other.skipped_lines
         for kind, states in other.prompts.items():
             self.prompts.setdefault(kind, Counter()).update(states)
@@ -122,7 +121,11 @@ class Metrics:
         """(metric, count, denominator, what the denominator is)."""
         out: list[tuple[str, int, int | None, str]] = [("sessions", self.sessions, None, "")]
         if self.unreadable:
-            out.append(("sessions unreadable", self.unreadable, self.sessions + self.unreadable, "journals"))
+            found = verdict(self.sessions, self.unreadable)
+            out.append(("sessions unreadable", len(self.unreadable), found["of"],
+                        "journals (or more)" if found["of_at_least"] else "journals"))
+        if self.read_in_part:
+            out.append(("sessions read in part", len(self.read_in_part), self.sessions, "sessions"))
         for kind in sorted(self.prompts):
             states = self.prompts[kind]
             requested = states["requested"]
@@ -146,8 +149,9 @@ class Metrics:
     def to_dict(self) -> dict:
         return {
             "sessions": self.sessions,
-            "unreadable": self.unreadable,
-            "unreadable_named": sorted(self.unreadable_named),
+            "verdict": verdict(self.sessions, self.unreadable, self.read_in_part),
+            "unreadable": named(self.unreadable),
+            "read_in_part": named(self.read_in_part),
             "skipped_lines": self.skipped_lines,
             "prompts": {k: dict(v) for k, v in sorted(self.prompts.items())},
             "episodes": self.episodes,
@@ -224,7 +228,7 @@ def session_metrics(path: Path) -> Metrics:
                 sequence = " > ".join(detail.get("prompt_sequence") or ["(none)"])
                 metrics.sequences[sequence] += 1
     except (ValueError, OSError) as exc:
-        return Metrics(unreadable=1, unreadable_named=[str(exc).splitlines()[0] if str(exc) else str(path)])
+        return Metrics(unreadable=[Unread(str(path), reason_of(exc, path))])
     open_episodes = seen_episodes - ended
     metrics.outcomes.update({"still_open": len(open_episodes)} if open_episodes else {})
     metrics.episodes = len(seen_episodes)
@@ -236,6 +240,9 @@ def session_metrics(path: Path) -> Metrics:
     metrics.sessions = 1
     metrics.skipped_lines = len(scan.skipped)
     metrics.model_readings.end_session()
+    damage = scan.damage()
+    if damage:  # counted up to the damage, and named
+        metrics.read_in_part.append(Unread(str(path), damage))
     return metrics
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .corpus import map_sessions
 from .coverage import Coverage, session_coverage
+from .journal import Unread
 from .timing import TimingPart, journal_timing
 
 
@@ -22,9 +23,9 @@ class Overview:
     timing: TimingPart = field(default_factory=TimingPart)
     coverage: Coverage = field(default_factory=Coverage)
 
-    def note_unreadable(self, text: str) -> None:
-        self.timing.note_unreadable(text)
-        self.coverage.note_unreadable(text)
+    def note_unreadable(self, unread: Unread) -> None:
+        self.timing.note_unreadable(unread)
+        self.coverage.note_unreadable(unread)
 
     def add(self, other: Overview) -> None:
         self.timing.add(other.timing)

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from .flowfiles import check_data
-from .journal import JournalError, JournalScan, iter_records
-from .corpus import map_sessions
+from .journal import JournalError, JournalScan, Unread, iter_records, reason_of
+from .corpus import map_sessions, named, verdict
 
 TOO_EARLY_MS = 1500.0  # a reminder begun this close before the caller spoke came too early
 QUESTION = "question"  # the stage label of the question itself (the ladder's first, quiet wait)
@@ -109,7 +109,8 @@ class TimingPart:
     """What one journal (or many, merged) says about response times."""
 
     sessions: int = 0
-    unreadable: list[str] = field(default_factory=list)
+    unreadable: list[Unread] = field(default_factory=list)  # not counted
+    read_in_part: list[Unread] = field(default_factory=list)  # counted up to their damage
     flows: set[str] = field(default_factory=set)
     other_flow: list[str] = field(default_factory=list)  # journals of a flow not asked for
     # question -> samples from the question's end to the first speech of its episode
@@ -130,12 +131,13 @@ class TimingPart:
     hold_budget_ms: Counter = field(default_factory=Counter)
     waits: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # question -> ladder stages
 
-    def note_unreadable(self, text: str) -> None:
-        self.unreadable.append(text)
+    def note_unreadable(self, unread: Unread) -> None:
+        self.unreadable.append(unread)
 
     def add(self, other: TimingPart) -> None:
         self.sessions += other.sessions
         self.unreadable += other.unreadable
+        self.read_in_part += other.read_in_part
         self.flows |= other.flows
         self.other_flow += other.other_flow
         for key, samples in other.questions.items():
@@ -207,8 +209,8 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
     try:
         records = iter_records(folder, scan)
         first = next(records, None)
-    except JournalError:
-        part.unreadable.append(str(folder))
+    except JournalError as exc:
+        part.unreadable.append(Unread(str(folder), reason_of(exc, folder)))
         return part
     header = scan.header or {}
     if only_flow is not None and header.get("flow") != only_flow:
@@ -312,8 +314,9 @@ def journal_timing(folder: Path, only_flow: str | None = None) -> TimingPart:
                 current.held_since = None
     if current is not None:
         close(current, last_t)  # a journal cut mid-episode: censored where it stops
-    if scan.skipped or scan.gaps:
-        part.unreadable.append(f"{folder} (partly: {scan.report()})")
+    damage = scan.damage()
+    if damage:  # counted up to the damage (censored where it stops), and named
+        part.read_in_part.append(Unread(str(folder), damage))
     return part
 
 
@@ -423,8 +426,10 @@ def summary(part: TimingPart) -> dict:
     return {
         "sessions": part.sessions,
         "flows": sorted(part.flows),
-        "unreadable": part.unreadable,
-        "other_flow": part.other_flow,
+        "verdict": verdict(part.sessions, part.unreadable, part.read_in_part),
+        "unreadable": named(part.unreadable),
+        "read_in_part": named(part.read_in_part),
+        "other_flow": sorted(part.other_flow),
         "questions": questions,
         "holds": {
             "n": sum(holds.values()),

@@ -27,9 +27,9 @@ from typing import Any
 
 from ladder import LadderPolicy
 
-from .corpus import map_sessions
+from .corpus import map_sessions, named, verdict
 from .flowfiles import check_data
-from .journal import JournalScan, document_hash, iter_records
+from .journal import JournalScan, Unread, document_hash, iter_records, reason_of
 from .paired import CAVEAT, paired_run
 
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
@@ -173,12 +173,12 @@ class WhatIfPart:
     session_outcomes: dict[str, Paired] = field(default_factory=dict)  # 0/1
     answer_before: Counter = field(default_factory=Counter)  # 10 ms bin -> episodes
     answer_after: Counter = field(default_factory=Counter)
-    not_replayed: list[str] = field(default_factory=list)  # "folder: why"
-    partly: list[str] = field(default_factory=list)  # damaged: replayed up to the damage, not counted
+    not_replayed: list[Unread] = field(default_factory=list)  # unreadable, or the edit cannot replay it
+    partly: list[Unread] = field(default_factory=list)  # damaged: replayed up to the damage, not counted
     other_flow: list[str] = field(default_factory=list)
 
-    def note_unreadable(self, text: str) -> None:
-        self.not_replayed.append(text)
+    def note_unreadable(self, unread: Unread) -> None:
+        self.not_replayed.append(unread)
 
     def add(self, other: WhatIfPart) -> None:
         self.sessions += other.sessions
@@ -265,13 +265,12 @@ def session_whatif(folder: Path, edit: Edit) -> WhatIfPart:
         else:
             run = paired_run(folder, flow=core)
     except Exception as exc:  # noqa: BLE001 -- any refusal is this session's, named; the run goes on
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        part.not_replayed.append(f"{folder}: {text}")
+        part.not_replayed.append(Unread(str(folder), reason_of(exc, folder)))
         return part
     if run.stopped:
         # the recording lost the rest of the call (some of its last input's decisions
         # too): a before beside an after would report the damage as the edit's doing
-        part.partly.append(f"{folder} (inputs up to {run.stopped})")
+        part.partly.append(Unread(str(folder), f"damaged: its inputs stop at {run.stopped}"))
         return part
     part.push(measure(run.recorded), measure(run.produced))
     return part
@@ -350,8 +349,9 @@ def summary(part: WhatIfPart) -> dict:
         "time_to_answer": {"before": _median(part.answer_before), "after": _median(part.answer_after)},
         "episode_outcomes": {label: _share(_pad(p, n)) for label, p in sorted(part.episode_outcomes.items())},
         "session_outcomes": {label: _share(_pad(p, n)) for label, p in sorted(part.session_outcomes.items())},
-        "not_replayed": sorted(part.not_replayed),
-        "partly_replayed": sorted(part.partly),
+        "verdict": verdict(n, [*part.not_replayed, *part.partly], also_left_out=len(part.other_flow)),
+        "not_replayed": named(part.not_replayed),
+        "partly_replayed": named(part.partly),
         "other_flow": sorted(part.other_flow),
     }
 

@@ -97,7 +97,10 @@ def test_every_sessions_command_reports_a_bad_input_line_and_loads_the_rest(sess
     listed = lull("sessions", "list", str(tmp_path))
     assert listed.returncode == 0 and "completed" in listed.stdout and "Traceback" not in listed.stderr
     reported = lull("sessions", "report", str(folder), "--json")
-    assert reported.returncode == 0 and json.loads(reported.stdout)["skipped_lines"] == 1
+    # counted up to the lost line, and named: a verdict on less than the whole journal (exit 3)
+    assert reported.returncode == 3 and json.loads(reported.stdout)["skipped_lines"] == 1, reported.stderr
+    [part] = json.loads(reported.stdout)["read_in_part"]
+    assert part["journal"] == str(folder) and where in part["reason"] and where in reported.stderr
     for as_ in ("incident", "scenario"):
         exported = lull("sessions", "export", str(folder), "--as", as_, "--out", str(tmp_path / f"{as_}.json"))
         assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr
@@ -137,7 +140,9 @@ def test_an_unreadable_journal_is_one_line_for_show_replay_step_export(session, 
     listed = lull("sessions", "list", str(tmp_path))
     assert listed.returncode == 0 and "unreadable" in listed.stdout and "Traceback" not in listed.stderr
     reported = lull("sessions", "report", str(tmp_path), "--json")
-    assert reported.returncode == 0 and json.loads(reported.stdout)["unreadable"] == 1
+    assert reported.returncode == 3 and "Traceback" not in reported.stderr  # none of the corpus could be read
+    [unread] = json.loads(reported.stdout)["unreadable"]
+    assert unread["journal"] == str(folder) and unread["reason"].startswith("cannot read the journal")
 
 
 def test_report_refuses_json_and_csv_together(session):

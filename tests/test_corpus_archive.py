@@ -88,24 +88,28 @@ def test_a_damaged_archive_gives_up_what_it_holds_and_is_named(corpora, tmp_path
         data = f.read_bytes()
         # the first archive cut to two thirds: a copy interrupted mid-way
         (broken / f.name).write_bytes(data[: len(data) * 2 // 3] if f.name.endswith("0000000.jsonl.zst") else data)
-    timing = _json("sessions", "timing", str(broken), "--json")
-    named = " ".join(timing["unreadable"])
-    assert "calls-0000000.jsonl.zst" in named and "unreadable after member" in named
+    timing = _json("sessions", "timing", str(broken), "--json", code=3)  # a verdict on less than the whole
+    [rest] = [u for u in timing["unreadable"] if u["journal"].endswith("calls-0000000.jsonl.zst")]
+    assert rest["reason"].startswith("unreadable after member") and "cut short" in rest["reason"]
     assert 70 + 20 < timing["sessions"] < CALLS  # the other archives whole, part of the first
+    assert timing["verdict"]["of_at_least"]  # how many the rest held cannot be known
 
 
-def test_a_flow_hash_no_stored_flow_matches_is_named_per_journal(corpora, tmp_path):
+def test_a_stored_flow_missing_is_named_per_journal(corpora, tmp_path):
     lost = tmp_path / "lost"
     lost.mkdir()
     archive = next(corpora["zst"].glob("calls-0000100.jsonl.zst"))
     (lost / archive.name).write_bytes(archive.read_bytes())  # copied without its flows/
     result = runner.invoke(app, ["sessions", "timing", str(lost), "--json"])
+    assert result.exit_code == 3
     data = json.loads(result.stdout)
     assert data["sessions"] == 0 and len(data["unreadable"]) == 20
+    assert all("its stored flow flows/sha256-" in u["reason"] and "is missing" in u["reason"] for u in data["unreadable"])
     result = runner.invoke(app, ["sessions", "replay", str(lost), "--summary"])
     assert result.exit_code == 3
     flat = " ".join(result.output.split())
-    assert "no stored flow matches" in flat and "verdict on 0 of 20" in flat
+    assert "is missing" in flat and "none of the 20 session(s) found could be replayed" in flat
+    assert "What-if over" not in flat  # no table of zeros that reads as a verdict
 
 
 def test_simulate_refuses_an_unknown_archive_kind(tmp_path):
@@ -152,8 +156,8 @@ def test_a_killed_simulation_resumes_to_the_same_calls(tmp_path, archive):
         (cut / "calls-0000040.jsonl.zst").unlink()
         journal = cut / "calls-0000020.jsonl.zst"
     journal.write_bytes(journal.read_bytes()[:-150])
-    damaged = _json("sessions", "timing", str(cut), "--json")
-    assert damaged["sessions"] < 60 or damaged["unreadable"]
+    damaged = _json("sessions", "timing", str(cut), "--json", code=3)  # the cut call: not the whole corpus
+    assert damaged["read_in_part"] or damaged["unreadable"]
     result = runner.invoke(app, ["corpus", "simulate", str(cut), "--flow", str(FLOW), "--calls", "60", "--seed", "4",
                                  "--per-archive", "20", "--workers", "1", "--resume",
                                  *(["--archive", archive] if archive else [])])

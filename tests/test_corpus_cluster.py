@@ -81,3 +81,27 @@ def test_a_worker_killed_mid_run_loses_no_session(cluster, corpus):
     assert killed, "the run was long enough to kill a worker during it"
     assert got["unreadable"] == [] and got == expected and got["sessions"] == 300
     client.wait_for_workers(2, timeout=60)
+
+
+def test_what_cannot_be_read_is_named_with_why_from_the_cluster_too(cluster, corpus, tmp_path):
+    """Each journal's reason crosses back from the Dask workers: the same named journals
+    and reasons as one process, and the CLI's exit 3."""
+    import shutil
+
+    local, client = cluster
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for folder in sorted(corpus.glob("call-*"))[:5]:
+        shutil.copytree(folder, damaged / folder.name)
+    broken = damaged / "call-0000002" / "journal.jsonl"
+    broken.write_text("not a header\n" + broken.read_text().split("\n", 1)[1])
+    shutil.copy(sorted((corpus / "archived").glob("*.jsonl.zst"))[0], damaged / "lost.jsonl.zst")  # without its flows/
+    here = summary(corpus_timing([damaged], workers=1))
+    there = summary(corpus_timing([damaged], scheduler=client))
+    assert here == there and here["sessions"] == 4 and len(here["unreadable"]) == 51
+    reasons = {u["journal"].rsplit("/", 1)[-1].split("#")[0]: u["reason"] for u in there["unreadable"]}
+    assert reasons["call-0000002"].startswith("line 1: invalid JSON") and "is missing" in reasons["lost.jsonl.zst"]
+    assert coverage([damaged], workers=1).to_dict() == coverage([damaged], scheduler=client).to_dict()
+    assert folder_metrics(damaged, workers=1).to_dict() == folder_metrics(damaged, scheduler=client).to_dict()
+    result = runner.invoke(app, ["sessions", "report", str(damaged), "--json", "--scheduler", local.scheduler_address])
+    assert result.exit_code == 3 and json.loads(result.stdout)["unreadable"] == folder_metrics(damaged, workers=1).to_dict()["unreadable"]

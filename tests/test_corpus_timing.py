@@ -185,10 +185,14 @@ def test_a_damaged_journal_is_named_and_the_rest_still_counts(tmp_path):
     lines = journal.read_text().splitlines()
     journal.write_text("\n".join(lines[: len(lines) // 2]) + "\n{broken")
     result = _lull("sessions", "timing", str(corpus), "--json")
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
-    assert data["sessions"] == 2
-    assert any("call-1" in u for u in data["unreadable"]) and any("call-2" in u for u in data["unreadable"])
+    # a verdict on less than the whole corpus: exit 3, each journal named with why
+    assert result.exit_code == 3, result.output
+    data = json.loads(result.stdout)
+    assert data["sessions"] == 2 and data["verdict"] == {"sessions": 2, "of": 3, "of_at_least": False, "whole": False}
+    [unread] = data["unreadable"]
+    assert unread["journal"].endswith("call-1") and unread["reason"].startswith("line 1: invalid JSON")
+    [part] = data["read_in_part"]  # counted up to its damage
+    assert part["journal"].endswith("call-2") and "truncated final line" in part["reason"]
 
 
 def test_bad_input_gets_one_line_and_nothing_is_overwritten(tmp_path):

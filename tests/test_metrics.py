@@ -59,7 +59,8 @@ def test_an_unreadable_journal_is_counted_not_fatal(tmp_path):
     (tmp_path / "broken" / "journal.jsonl").write_text("not json\n")
     record("default_answer_at_once", tmp_path)
     total = folder_metrics(tmp_path, workers=1)
-    assert total.sessions == 1 and total.unreadable == 1
+    assert total.sessions == 1 and len(total.unreadable) == 1
+    assert total.unreadable[0].journal.endswith("broken") and total.unreadable[0].reason.startswith("line 1: invalid JSON")
 
 
 def test_many_sessions_stream_through_the_pool_with_exact_totals(tmp_path):

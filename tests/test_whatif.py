@@ -193,7 +193,7 @@ def test_a_damaged_journal_is_named_not_counted_and_a_cut_one_is_not_played_on(t
     torn.mkdir()
     (torn / "journal.jsonl").write_text("".join(lines[: len(lines) // 2]) + lines[len(lines) // 2][:20])
     part = session_whatif(torn, Edit())
-    assert part.sessions == 0 and len(part.partly) == 1 and "call-0000005" in part.partly[0]
+    assert part.sessions == 0 and len(part.partly) == 1 and "call-0000005" in part.partly[0].journal
     result = runner.invoke(app, ["sessions", "replay", str(tmp_path), "--summary"])
     flat = " ".join(result.output.split())
     assert result.exit_code == 3, result.output

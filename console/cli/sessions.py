@@ -21,6 +21,7 @@ from sessions.flowfiles import (
 )
 
 from ._app import Progress, app, check_new_file, err, fail, out, plain, print_text, write_new_file
+from .verdicts import NOTHING_TO_READ, exit_if_partial, print_left_out, print_verdict_line
 
 sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -148,7 +149,12 @@ def sessions_replay(
     what each decided per episode. With --summary the arguments may be folders of
     sessions (a corpus): reminders, closes, interruptions, time to answer and how
     episodes ended, before and after, each with its denominator and a 95 % interval.
-    Sessions the edit cannot replay are counted and named (exit 3).
+    Sessions the edit cannot replay (a journal that cannot be read, its stored flow
+    missing, an archive cut short), damaged ones and journals of another flow are named
+    with why. Exit status with --summary: 0 the whole corpus replayed, 1 nothing to
+    replay (no sessions there, or none of the edited flow), 2 bad arguments, 3 a verdict
+    on less than the whole corpus (also when none could be replayed: no verdict is
+    printed then, only why).
 
     Examples:
       lull sessions replay takes/*
@@ -234,7 +240,7 @@ def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path
     from sessions.whatif import Edit, corpus_whatif
     from sessions.whatif import summary as whatif_summary
 
-    from .whatif_report import print_whatif
+    from .whatif_report import print_whatif, print_whatif_left_out
 
     for folder in folders:
         _check_corpus_folder(folder)
@@ -244,17 +250,18 @@ def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path
     part = _read_corpus("folders", lambda: corpus_whatif(folders, edit, workers=workers, progress=progress, scheduler=scheduler))
     progress.done()
     data = whatif_summary(part)
-    if part.sessions == 0 and not part.not_replayed:
+    if part.sessions == 0 and not part.not_replayed and not part.partly:
         if part.other_flow:
-            fail(f"no journal of flow {edit.flow_name} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
-        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
+            fail(f"no journal of flow {edit.flow_name} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})",
+                 code=NOTHING_TO_READ)
+        fail(_no_corpus(folders), code=NOTHING_TO_READ)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
+        print_whatif_left_out(data, console=err)  # stdout stays JSON; the terminal still says why
     else:
         after = " and ".join(x for x in (flow_ref and f"flow {flow_ref}", policy_path and f"policy {policy_path}") if x)
         print_whatif(data, "as recorded", after or "the recorded flow, replayed (every change should be 0)")
-    if data["not_replayed"] or data["partly_replayed"] or data["other_flow"]:
-        raise typer.Exit(3)  # a verdict on less than the whole corpus
+    exit_if_partial(data["verdict"])
 
 
 @sessions_app.command("step")
@@ -346,6 +353,21 @@ def _check_corpus_folder(path: Path) -> None:
              "expected a session folder, an archive, or a folder of them")
 
 
+def _no_corpus(paths: list[Path]) -> str:
+    return (f"{', '.join(map(str, paths))}: no session folders or archives "
+            "(a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)")
+
+
+def _say_what_is_left_out(data: dict, machine: bool) -> None:
+    """The journals a verdict does not wholly cover, each with why, and what it stands on.
+    Beside JSON or CSV on stderr: stdout stays data, and the terminal still says why."""
+    console = err if machine else None
+    print_left_out("journal(s)", "not read, not counted", data["unreadable"], console)
+    print_left_out("journal(s)", "read only up to their damage (lines skipped or records missing), counted up to it",
+                   data["read_in_part"], console)
+    print_verdict_line(data["verdict"], console)
+
+
 def _read_corpus(what: str, run):
     """Run a corpus reader with its failures as one line each."""
     from sessions.corpus import CorpusError
@@ -367,11 +389,17 @@ def sessions_coverage(
     """How often each stage, ladder stage, route and intent was reached, per flow, over
     a corpus of journals (rehearsals or production), and which never were.
 
+    Journals that cannot be read (a damaged archive, a stored flow missing, a header
+    that is not one) are named with why, and so are journals read only up to damage.
+    Exit status: 0 the whole corpus read, 1 no session folders or archives there, 2 bad
+    arguments, 3 a verdict on less than the whole corpus (also when none could be read:
+    no verdict is printed then, only why).
+
     Examples:
       lull sessions coverage takes/
       lull sessions coverage takes/ production/ --json
     """
-    from sessions.coverage import KINDS, coverage
+    from sessions.coverage import coverage
 
     for folder in folders:
         _check_corpus_folder(folder)
@@ -379,11 +407,19 @@ def sessions_coverage(
     result = _read_corpus("folders", lambda: coverage(folders, progress=progress, scheduler=scheduler))
     progress.done()
     if result.sessions == 0 and not result.unreadable:
-        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
+        fail(_no_corpus(folders), code=NOTHING_TO_READ)
     data = result.to_dict()
     if as_json:
         typer.echo(json.dumps(data, indent=2))
-        return
+    else:
+        _print_coverage(data)
+    _say_what_is_left_out(data, machine=as_json)
+    exit_if_partial(data["verdict"])
+
+
+def _print_coverage(data: dict) -> None:
+    from sessions.coverage import KINDS
+
     for name, flow in data["flows"].items():
         table = Table(title=f"{name}: {flow['sessions']} session(s)", title_justify="left")
         for column in ("what", "reached", "never reached"):
@@ -397,8 +433,6 @@ def sessions_coverage(
                                                                           style="yellow" if flow["never"][kind] else ""))
         table.add_row("model readings", plain(result.flows[name].model_readings.line()), "-")
         out.print(table)
-    if data["unreadable"]:
-        print_text((f"{len(data['unreadable'])} unreadable journal(s): {', '.join(data['unreadable'])}", "yellow"))
 
 
 @sessions_app.command("report")
@@ -411,7 +445,11 @@ def sessions_report(
     """Counts with their denominators over one session or many (read on every core).
 
     Each count says what it is out of (prompts requested, episodes eligible), so a
-    rate is never shown without the number it is a rate of.
+    rate is never shown without the number it is a rate of. Journals that cannot be
+    read, or were read only up to damage, are named with why (beside --json or --csv,
+    on stderr). Exit status: 0 the whole corpus read, 1 no session folders or archives
+    there, 2 bad arguments, 3 a verdict on less than the whole corpus (also when none
+    could be read: no table is printed then, only why).
 
     Examples:
       lull sessions report takes/
@@ -427,16 +465,22 @@ def sessions_report(
     progress = Progress("journals read")
     metrics = _read_corpus("folder", lambda: folder_metrics(path, progress=progress, scheduler=scheduler))
     progress.done()
-    if metrics.sessions == 0 and metrics.unreadable == 0:
-        fail(f"{path}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
+    if metrics.sessions == 0 and not metrics.unreadable:
+        fail(_no_corpus([path]), code=NOTHING_TO_READ)
+    data = metrics.to_dict()
     if as_json:
-        typer.echo(json.dumps(metrics.to_dict(), indent=2))
-        return
-    if as_csv:
+        typer.echo(json.dumps(data, indent=2))
+    elif as_csv:
         writer = csv.writer(sys.stdout)
         writer.writerow(["metric", "count", "denominator", "of"])
         writer.writerows(metrics.rows())
-        return
+    elif metrics.sessions:
+        _print_metrics(metrics)
+    _say_what_is_left_out(data, machine=as_json or as_csv)
+    exit_if_partial(data["verdict"])
+
+
+def _print_metrics(metrics) -> None:
     table = Table(title=f"Metrics over {metrics.sessions} session(s)", title_justify="left")
     for column in ("metric", "count", "of", "share"):
         table.add_column(column)
@@ -468,6 +512,14 @@ def sessions_timing(
     wait with what it would change. Callers the call moved on from before they spoke
     count as censored (Kaplan-Meier), not as fast.
 
+    Journals that cannot be read (a damaged archive, a stored flow missing, a header
+    that is not one) are named with why, and so are journals read only up to damage
+    (counted up to it); beside --json or --csv, on stderr. With --flow, journals of
+    other flows are named but are not a gap in the verdict. Exit status: 0 the whole
+    corpus read, 1 nothing to read (no session folders or archives, or no journal of
+    the --flow), 2 bad arguments, 3 a verdict on less than the whole corpus (also when
+    none could be read: no verdict is printed then, only why).
+
     Examples:
       lull sessions timing calls/
       lull sessions timing calls/ --csv > timing.csv
@@ -493,15 +545,24 @@ def sessions_timing(
     progress.done()
     if part.sessions == 0 and not part.unreadable:
         if part.other_flow:
-            fail(f"no journal of flow {only_flow} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})", code=1)
-        fail(f"{', '.join(map(str, folders))}: no session folders or archives (a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)", code=1)
+            fail(f"no journal of flow {only_flow} among {len(part.other_flow)} session(s) (first: {part.other_flow[0]})",
+                 code=NOTHING_TO_READ)
+        fail(_no_corpus(folders), code=NOTHING_TO_READ)
     data = summary(part)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
-        return
-    if as_csv:
+    elif as_csv:
         csv.writer(sys.stdout).writerows(csv_rows(data))
-        return
+    elif data["sessions"]:
+        _print_timing(data)
+    if data["other_flow"] and not as_json:
+        print_text((f"{len(data['other_flow'])} journal(s) of another flow, not counted: {', '.join(data['other_flow'][:10])}", "yellow"),
+                   console=err if as_csv else None)
+    _say_what_is_left_out(data, machine=as_json or as_csv)
+    exit_if_partial(data["verdict"])
+
+
+def _print_timing(data: dict) -> None:
     out.print(plain(f"{data['sessions']} session(s) of {', '.join(data['flows'])}: response time from the observed "
                     "end of what was said to the caller's first speech"))
     unreached = False  # a percentile the corpus never gets to, shown as "-"
@@ -542,10 +603,6 @@ def sessions_timing(
         out.print(plain(f"holds: {h['n']} (p50 {h['p50_ms'] / 1000:.1f}s, p90 {h['p90_ms'] / 1000:.1f}s); "
                         f"{h['past_hold_ms']} past the hold of {h['hold_ms'] / 1000:.0f}s; "
                         f"{h['episodes_past_budget']} of {h['episodes_with_holds']} episode(s) with holds past the budget of {h['budget_ms'] / 1000:.0f}s"))
-    if data["other_flow"]:
-        print_text((f"{len(data['other_flow'])} journal(s) of another flow, not counted: {', '.join(data['other_flow'][:10])}", "yellow"))
-    if data["unreadable"]:
-        print_text((f"{len(data['unreadable'])} journal(s) not wholly read: {', '.join(data['unreadable'][:10])}", "yellow"))
 
 
 def _silent_wait(longer_ms: float) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.table import Table
 
 from ._app import out, plain, print_text
+from .verdicts import print_left_out, print_verdict_line
 
 
 def _interval(ci: list[float] | None, fmt: str) -> str:
@@ -36,6 +38,13 @@ def _median(row: dict) -> str:
 
 def print_whatif(data: dict, before: str, after: str) -> None:
     n = data["sessions"]
+    if n:  # none replayed: no table of zeros that reads as a verdict, only why (below)
+        _print_figures(data, before, after)
+    print_whatif_left_out(data)
+
+
+def _print_figures(data: dict, before: str, after: str) -> None:
+    n = data["sessions"]
     out.print(plain(f"What-if over {n} session(s): {before} (before) against {after} (after)"))
     out.print(plain(f"  {data['caveat']}"))
     table = Table(title_justify="left", title="Per session (95 % intervals; the change is paired, session by session)")
@@ -52,17 +61,15 @@ def print_whatif(data: dict, before: str, after: str) -> None:
     answer = data["time_to_answer"]
     out.print(plain(f"time to answer (median, episode start to its answer): before {_median(answer['before'])}; "
                     f"after {_median(answer['after'])} episodes"))
-    whole = n + len(data["not_replayed"]) + len(data["other_flow"]) + len(data["partly_replayed"])
-    if data["not_replayed"]:
-        print_text((f"{len(data['not_replayed'])} session(s) could not be replayed under the edit, not counted above:", "bold yellow"))
-        for line in data["not_replayed"][:20]:
-            print_text(f"  {line}")
-        if len(data["not_replayed"]) > 20:
-            print_text(f"  ... and {len(data['not_replayed']) - 20} more (--json lists them all)")
-    if data["partly_replayed"]:
-        print_text((f"{len(data['partly_replayed'])} damaged session(s), their recording stopping before their end, "
-                    f"not counted above: {', '.join(data['partly_replayed'][:5])}", "yellow"))
+
+
+def print_whatif_left_out(data: dict, console: Console | None = None) -> None:
+    """The sessions the what-if does not count, each with why, and what it stands on."""
+    print_left_out("session(s)", "could not be replayed under the edit, not counted", data["not_replayed"],
+                   console, style="bold yellow")
+    print_left_out("damaged session(s)", "(their recording stops before their end), not counted",
+                   data["partly_replayed"], console)
     if data["other_flow"]:
-        print_text((f"{len(data['other_flow'])} journal(s) of another flow, not replayed: {', '.join(data['other_flow'][:5])}", "yellow"))
-    if whole != n:
-        print_text((f"verdict on {n} of {whole} session(s), not the whole corpus", "bold yellow"))
+        print_text((f"{len(data['other_flow'])} journal(s) of another flow, not replayed: {', '.join(data['other_flow'][:5])}",
+                    "yellow"), console=console)
+    print_verdict_line(data["verdict"], console, none_could="could be replayed")

@@ -207,8 +207,9 @@ class CorpusScreen(Screen):
         text = Text()
         text.append(f"{message.root}\n", style="bold")
         text.append(f"{message.timing['sessions']} sessions of {', '.join(message.timing['flows'])}\n")
-        if message.timing["unreadable"]:
-            text.append(f"{len(message.timing['unreadable'])} not wholly read\n", style="yellow")
+        if message.timing["unreadable"] or message.timing["read_in_part"]:
+            text.append(f"{len(message.timing['unreadable'])} not read, {len(message.timing['read_in_part'])} read in part "
+                        "(lull sessions timing names them and why)\n", style="yellow")
         if message.timing["other_flow"]:
             text.append(f"{len(message.timing['other_flow'])} of another flow\n", style="yellow")
         for name, flow in message.coverage.get("flows", {}).items():
