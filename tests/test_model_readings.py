@@ -158,7 +158,7 @@ def test_the_journals_are_sessions_that_replay_clean_with_the_readings_beside(co
 def test_the_report_counts_the_models_readings_with_their_denominators(corpora):
     for root, workers in ((corpora["folders"], 1), (corpora["folders"], 2), (corpora["archive"], 2)):
         metrics = folder_metrics(root, workers=workers)
-        assert metrics.sessions == 4 and metrics.unreadable == 0
+        assert metrics.sessions == 4 and metrics.unreadable == []
         assert metrics.model_readings.to_dict() == EXPECTED, (root, workers)
     rows = {metric: (count, denominator, of) for metric, count, denominator, of in metrics.rows()}
     assert rows["turns the model read"] == (14, None, "")
@@ -287,7 +287,7 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path):
         ((str(tmp_path / "nope"),), 2, "no such session"),
         ((str(empty), "--force"), 2, "--force goes with --out"),
         ((str(empty), "--out", str(tmp_path / "no" / "such" / "f.json")), 2, "does not exist"),
-        ((str(broken),), 1, "1 journal(s) could not be read"),
+        ((str(broken),), 3, "1 journal(s) could not be read"),  # none of the corpus read: no verdict, exit 3
     ]:
         bad = lull("sessions", "phrasings", *args)
         assert bad.returncode == code and says in bad.stderr, (args, bad.stderr)

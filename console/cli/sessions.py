@@ -21,7 +21,7 @@ from sessions.flowfiles import (
 )
 
 from ._app import Progress, app, check_new_file, err, fail, out, plain, print_text, write_new_file
-from .verdicts import NOTHING_TO_READ, exit_if_partial, print_left_out, print_verdict_line
+from .verdicts import NOTHING_TO_READ, PARTIAL, exit_if_partial, print_left_out, print_verdict_line
 
 sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -412,12 +412,12 @@ def sessions_coverage(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
-        _print_coverage(data)
+        _print_coverage(data, result)
     _say_what_is_left_out(data, machine=as_json)
     exit_if_partial(data["verdict"])
 
 
-def _print_coverage(data: dict) -> None:
+def _print_coverage(data: dict, result) -> None:  # noqa: ANN001
     from sessions.coverage import KINDS
 
     for name, flow in data["flows"].items():
@@ -638,6 +638,10 @@ def sessions_phrasings(
     stale decisions (unless --include-stale). Each phrase once, masked as the journal
     holds it. What was read and left out is said on stderr.
 
+    Exit status: 0 the whole corpus read; 1 nothing to read or nothing to export; 2
+    bad arguments; 3 written from less than the whole corpus (the journals that could
+    not be read are named).
+
     Examples:
       lull sessions phrasings calls/ --out callers.json
       lull bench intents my_flow.json --phrasings callers.json
@@ -661,13 +665,15 @@ def sessions_phrasings(
     for line in _phrasings_summary(part, export, min_agreement):
         print_text(line, console=err)
     if not export.file:
-        fail("no model-labelled turns to export (nothing was written)", code=1)
+        fail("no model-labelled turns to export (nothing was written)", code=PARTIAL if part.unreadable else NOTHING_TO_READ)
     text = json.dumps(export.file, indent=2, ensure_ascii=False) + "\n"
     if out_path is None:
         typer.echo(text, nl=False)
-        return
-    write_file_atomically("--out", out_path, text.encode("utf-8"), overwrite=force)
-    print_text(f"wrote {out_path}", console=err)
+    else:
+        write_file_atomically("--out", out_path, text.encode("utf-8"), overwrite=force)
+        print_text(f"wrote {out_path}", console=err)
+    if part.unreadable:
+        raise typer.Exit(PARTIAL)  # written from less than the whole corpus: the journals left out are named above
 
 
 def _phrasings_summary(part, export, min_agreement: float) -> list[str]:
