@@ -19,6 +19,7 @@ from ladder.flow.shared_intents import LearnedIntents
 from ladder.flow.text import LexicalMatcher
 
 from . import intent_classifier as ic
+from .caller_acts import with_caller_acts
 
 # the embedders and the normalisation are their own modules; importable from here too
 from .embedders import (  # noqa: F401
@@ -155,6 +156,11 @@ MatcherKind = Literal["embedding", "minilm", "blend", "classifier", "lexical"]
 MATCHER_KINDS: tuple[str, ...] = ("embedding", "minilm", "blend", "classifier", "lexical")
 
 
+# the learned reader's data beyond Lull's shared phrases: 1,960 phrasings of the shared
+# acts written outside the team (voices/caller_acts). False: the reader as before it.
+CALLER_ACTS = True
+
+
 def make_matcher(
     intents: dict[str, tuple[str, ...]],
     threshold: float | None,
@@ -180,8 +186,11 @@ def make_matcher(
     if kind == "classifier":
         featuriser = ic.Featuriser(load_minilm(), load_model() if ic.CLASSIFIER_WORDLLAMA else None,
                                    ic.CLASSIFIER_NEGATION, ic.CLASSIFIER_LEXICAL)
+        off_topic = ic.OFF_TOPIC_TRAINING
+        if CALLER_ACTS:  # the acts every flow shares, as callers outside the team say them
+            intents, off_topic = with_caller_acts(intents, off_topic)
         return ic.ClassifierMatcher(intents, ic.DEFAULT_CLASSIFIER_THRESHOLD if threshold is None else threshold,
-                                    featuriser=featuriser, l2=ic.CLASSIFIER_L2)
+                                    featuriser=featuriser, l2=ic.CLASSIFIER_L2, off_topic=off_topic)
     if kind == "lexical":
         return LexicalMatcher(intents, LEXICAL_DEFAULT_THRESHOLD if threshold is None else threshold)
     raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")

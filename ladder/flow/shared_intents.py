@@ -248,6 +248,9 @@ class LearnedIntents(dict):
     chosen_by_words: frozenset[str] = frozenset()
     # the shapes of words that decide where the classifier is unsure (ladder.flow.caller_cues)
     cues: CallerCues | None = None
+    # a caller act every flow shares -> the flow's intent name for it (a route's role
+    # under its route): where a learned reader's data for that act goes
+    act_names: dict[str, str] = {name: name for name in ("wait_request", "ready", "repeat_request", "backchannel")}
 
     def own_only(self) -> dict[str, tuple[str, ...]]:
         """The flow's own examples alone, each under its own intent: what a
@@ -343,6 +346,8 @@ def flow_intents(spec) -> LearnedIntents:
         merged[name] = tuple(dict.fromkeys([*own, *shared.get(name, ()), *context.get(name, ())]))
     merged.own = frozenset(p for phrases in spec.intents.values() for p in phrases)
     merged.own_by_intent = {k: tuple(dict.fromkeys(v)) for k, v in spec.intents.items()}
+    merged.act_names = {**LearnedIntents.act_names, **{
+        role: f"route:{route.id}" for role in ROUTE_ROLES if (route := route_for(role, tuple(spec.routes))) is not None}}
     merged.route_cues = route_cues(spec)
     merged.chosen_by_words = chosen_by_words(spec)
     merged.cues = caller_cues(spec, f"route:{go_on.id}" if go_on is not None else None,

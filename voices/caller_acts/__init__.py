@@ -1,0 +1,55 @@
+"""Phrasings of the acts every flow shares, written outside the team (README.md here):
+data a learned reader trains on beside a flow's own examples and Lull's shared phrases.
+
+`caller_acts()` is the data, read once: act -> phrases, for "wait_request", "ready",
+"repeat_request", "backchannel", "person", "go_on_without" and "off_topic".
+`with_caller_acts(intents)` is a flow's intents with each act's phrases under the flow's
+name for it (`LearnedIntents.act_names`: a route's role under its route), and the
+off-topic phrases for the reader's "none" class.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+ACTS = ("wait_request", "ready", "repeat_request", "person", "go_on_without", "backchannel", "off_topic")
+_HERE = Path(__file__).parent
+
+
+@lru_cache(maxsize=1)
+def caller_acts() -> dict[str, tuple[str, ...]]:
+    """Every writer's phrases, per act, each phrase once (in file order: reproducible)."""
+    acts: dict[str, dict[str, None]] = {act: {} for act in ACTS}
+    for path in sorted(_HERE.glob("writer_*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for act in ACTS:
+            for phrase in data.get(act, ()):
+                if isinstance(phrase, str) and phrase.strip():
+                    acts[act][phrase.strip()] = None
+    return {act: tuple(phrases) for act, phrases in acts.items()}
+
+
+def with_caller_acts(intents, off_topic: tuple[str, ...]):  # noqa: ANN001
+    """(intents with the acts' phrases added under the flow's names, off-topic phrases
+    for the "none" class). A phrase already under another intent is not added twice."""
+    names = getattr(intents, "act_names", None)
+    if not names:
+        return intents, off_topic
+    acts = caller_acts()
+    taken = {p for phrases in intents.values() for p in phrases}
+    merged = type(intents)(intents)
+    for attr in ("own", "own_by_intent", "route_cues", "chosen_by_words", "cues", "act_names"):
+        if hasattr(intents, attr):
+            setattr(merged, attr, getattr(intents, attr))
+    for act, name in names.items():
+        if name in merged:
+            extra = [p for p in acts.get(act, ()) if p not in taken]
+            merged[name] = tuple(dict.fromkeys([*merged[name], *extra]))
+            taken.update(extra)
+    none = tuple(dict.fromkeys([*off_topic, *(p for p in acts["off_topic"] if p not in taken)]))
+    return merged, none
+
+
+__all__ = ["ACTS", "caller_acts", "with_caller_acts"]
