@@ -134,6 +134,9 @@ def describe_turn_latency(record: dict) -> str:
     turn = f"turn {record.get('turn', '?')}"
     gap = record.get("perceived_gap_ms")
     head = f"{turn}: caller waited {wait_seconds(gap)}" if isinstance(gap, (int, float)) else f"{turn}: answered (wait not measured)"
+    on_line = record.get("caller_wait_on_line_ms")
+    if isinstance(on_line, (int, float)) and isinstance(gap, (int, float)):  # a telephone line's round trip on top
+        head = f"{turn}: caller waited {wait_seconds(on_line)} on the line ({wait_seconds(gap)} at the agent, the line {ms(record.get('line_ms'))} both ways)"
     why = record.get("end_of_turn")
     ended = TURN_ENDED.get(why, f"ended: {why}") if why else ""
     stages = []

@@ -78,12 +78,14 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = None) -> dict:
+def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = None, line=None) -> dict:
     """The bench's caller through the file backend, and through each of `frameworks`
     (name -> run(models, wav, flow, speech_ends_s, timeout_s=...) -> {"gaps_ms", ...}:
     the same caller, the voice loop a framework's; given by the caller of this function,
     so the bench does not reach into any framework itself), each wait measured from the
-    recording the same way."""
+    recording the same way. With `line` (`voices.line.pstn.LineSettings`), the same
+    caller through the file backend again, on that telephone line (`result["line"]`,
+    and its wait as "file on the line" beside the others)."""
     from sessions.live import LiveSession
     from voices.stt import resample
 
@@ -127,6 +129,8 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         soundfile.write(wav, audio, rate)
         backend = FileBackend(models, wav)
         session = LiveSession(_flow(turns), backend)
+        file_heard: list[str] = []  # the caller's words, turn by turn, as the flow got them
+        backend.on_line = lambda who, text: file_heard.append(text) if who == "caller" else None
         lateness: list[float] = []
         busy: list[float] = []
         # what the file speaker played and when the caller's file began, for the same
@@ -168,6 +172,10 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         file_gaps = gaps_from_audio([file_t0[0] + e * 1000.0 for e in ends_s], file_played) if file_t0 else []
         framework_runs = {name: run(models, wav, _flow(turns), ends_s, timeout_s=t + 30)  # the same caller and flow
                           for name, run in (frameworks or {}).items()}
+        if line is not None:  # the same caller on a telephone line
+            from voices.backends.line_bench import run_file_turns
+
+            line_run = run_file_turns(models, wav, _flow(turns), ends_s, timeout_s=t + 30, line=line)
         if echo:  # the same turns through a simulated room echo, AEC off beside on
             from voices.backends.echo_bench import run_echo_path
 
@@ -189,6 +197,12 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         next(iter(voice.synthesize(QUESTION)))
         raw_tts.append((time.perf_counter() - started) * 1000.0)
     whisper_options = compare_whisper_options(recognizer, clips, UTTERANCES[:turns])
+    if line is not None:  # the in-use decodes on what the line delivers of the same utterances
+        from voices.line.pstn import PhoneLine
+
+        in_use = {name: options for name, options in WHISPER_VARIANTS.items() if name.startswith("in use")}
+        line_options = compare_whisper_options(recognizer, clips, UTTERANCES[:turns], rounds=1, variants=in_use,
+                                               through=lambda audio: PhoneLine(line).uplink.through(audio))
 
     def stats(key: str) -> dict:
         values = [lat[key] for lat in latencies if lat.get(key) is not None]
@@ -238,6 +252,33 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
     result["wait_from_the_recording_ms"] = {"file": file_gaps}
+    answer_turns = [kind == "answer" for _, kind in CALLER[:turns]]
+    from voices.backends.line_bench import cut_mid_number, digits_read
+
+    result["file_heard"] = file_heard
+    result["file_cut_mid_number"] = cut_mid_number(file_heard, answer_turns)
+    result["targets"]["file: no caller cut mid-number"] = not result["file_cut_mid_number"]
+    if line is not None:
+        from voices.backends.line_bench import stage_medians
+
+        result["wait_from_the_recording_ms"]["file on the line"] = line_run["gaps_ms"]
+        said = UTTERANCES[:turns]
+        result["line"] = {
+            "line": line_run["line"],
+            "packets": line_run["line_packets"],
+            "wait_at_the_agent_ms": line_run["gaps_at_the_agent_ms"],
+            "heard": {"wideband": file_heard, "line": line_run["heard"]},
+            "end_of_turn": {"wideband": result["end_of_turn"], "line": line_run["end_of_turn"]},
+            "turns_unanswered": {"wideband": backend.unanswered_turns, "line": line_run["turns_unanswered"]},
+            "stages_median_ms": {"wideband": stage_medians(latencies, STAGES), "line": stage_medians(line_run["latencies"], STAGES)},
+            "codes_read": {"wideband": digits_read(file_heard, said, answer_turns), "line": digits_read(line_run["heard"], said, answer_turns)},
+            "cut_mid_number": {"wideband": result["file_cut_mid_number"], "line": cut_mid_number(line_run["heard"], answer_turns)},
+            "whisper_digits_right": {name: {"wideband": whisper_options[name]["digits_right"], "line": row["digits_right"],
+                                            "of": row["of"], "line_median_ms": row["median_ms"]}
+                                     for name, row in line_options.items()},
+            "outcome": line_run["outcome"],
+        }
+        result["targets"]["file on the line: no caller cut mid-number"] = not result["line"]["cut_mid_number"]["line"]
     for name, run in framework_runs.items():
         result["wait_from_the_recording_ms"][name] = run["gaps_ms"]
         result[name] = run
@@ -293,19 +334,24 @@ WHISPER_VARIANTS = {
 }
 
 
-def compare_whisper_options(recognizer, clips: list[np.ndarray], said: list[str], rounds: int = 2) -> dict:
+def compare_whisper_options(recognizer, clips: list[np.ndarray], said: list[str], rounds: int = 2,
+                            variants: dict | None = None, through=None) -> dict:
     """Each variant on the same utterances (the VAD segment: 300 ms of pre-roll, 200 ms
     after), interleaved so a noisy machine weighs on all alike: decode median and p90,
-    and how many utterances gave the digits that were said."""
+    and how many utterances gave the digits that were said. `through`: what each
+    segment passes through first (a telephone line's direction)."""
     from ladder.flow.text import parse_digits
 
+    variants = WHISPER_VARIANTS if variants is None else variants
     segments = [np.concatenate([np.zeros(4800, np.float32), clip, np.zeros(3200, np.float32)]) for clip in clips]
-    times: dict[str, list[float]] = {name: [] for name in WHISPER_VARIANTS}
-    right: dict[str, int] = dict.fromkeys(WHISPER_VARIANTS, 0)
+    if through is not None:
+        segments = [through(segment) for segment in segments]
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    right: dict[str, int] = dict.fromkeys(variants, 0)
     recognizer.transcribe(segments[0])  # warm-up
     for r in range(rounds):
         for segment, words in zip(segments, said, strict=True):
-            for name, options in WHISPER_VARIANTS.items():
+            for name, options in variants.items():
                 started = time.perf_counter()
                 text = recognizer.transcribe(segment, **options).text
                 times[name].append((time.perf_counter() - started) * 1000.0)
@@ -314,7 +360,7 @@ def compare_whisper_options(recognizer, clips: list[np.ndarray], said: list[str]
     return {
         name: {"median_ms": round(statistics.median(times[name]), 1), "p90_ms": round(_percentile(times[name], 0.9), 1),
                "digits_right": right[name], "of": len(segments), "options": options}
-        for name, options in WHISPER_VARIANTS.items()
+        for name, options in variants.items()
     }
 
 

@@ -51,6 +51,11 @@ def bench_turn(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
     backend: Annotated[str, typer.Option("--backend", metavar="file|pipecat|livekit|all", help="pipecat, livekit: also run the same caller through a Pipecat pipeline or a LiveKit AgentSession, its wait beside the file backend's; all: both.")] = "file",
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also run the same caller through the file backend on a telephone line (8 kHz G.711 mu-law both ways), its figures beside wideband.")] = None,
+    line_noise_dbfs: Annotated[float | None, typer.Option("--line-noise-dbfs", help="With --line: the line's noise floor, dBFS RMS (default -45).")] = None,
+    line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost (default 0).")] = None,
+    line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter, absorbed by a fixed jitter buffer (default 0).")] = None,
+    line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line's noise, losses and jitter (default 0).")] = None,
 ) -> None:
     """Caller turns through the file backend: latency per stage, raw model costs, ratio.
 
@@ -58,11 +63,15 @@ def bench_turn(
       lull bench turn --turns 8
       lull bench turn --backend pipecat --no-echo
       lull bench turn --backend all --no-echo
+      lull bench turn --line pstn --no-echo
     """
     from voices.turn_bench import run_turn_bench
 
+    from .rehearse import line_from_options
+
     if backend not in ("file", "pipecat", "livekit", "all"):
         fail(f"--backend {backend}: expected file, pipecat, livekit or all")
+    line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed)
     frameworks = {}  # the frameworks' runs, chosen here: the bench itself reaches into none
     if backend in ("pipecat", "all"):
         quiet_pipecat_logs()
@@ -78,7 +87,7 @@ def bench_turn(
             fail(str(exc))
         frameworks["livekit"] = run_livekit_turns
     with err.status(f"running {turns} caller turns in real time…"):
-        result = run_turn_bench(turns, echo=echo, frameworks=frameworks)
+        result = run_turn_bench(turns, echo=echo, frameworks=frameworks, line=line_settings)
     if as_json:
         echo_json(result)
         return
@@ -126,8 +135,52 @@ def bench_turn(
         if name in result:  # the caller's words as the flow got them, one turn each
             heard = " | ".join(result[name]["heard"])
             out.print(Text(f"  {name} heard: {heard}"))
+    if "line" in result:
+        _print_line(result)
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+def _print_line(result: dict) -> None:
+    """`bench turn --line`: the same caller wideband and on the line, side by side."""
+    run = result["line"]
+    spec, packets = run["line"], run["packets"]
+    out.print(Text(f"on a {spec['kind']} line (8 kHz G.711 mu-law, noise {spec['noise_dbfs']} dBFS, loss {spec['loss']:g}, "
+                   f"jitter {spec['jitter_ms']:g} ms, jitter buffer {spec['jitter_buffer_ms']:g} ms, seed {spec['seed']}): "
+                   f"{spec['delay_ms']['caller_to_agent']:.0f} ms caller to agent, {spec['delay_ms']['agent_to_caller']:.0f} ms back; "
+                   f"packets concealed {packets['caller_to_agent']['concealed']} in, {packets['agent_to_caller']['concealed']} out"))
+    table = Table(title="the same caller, wideband and on the line (wait: end of speech at the caller -> first audible sample at the caller)",
+                  title_justify="left")
+    for column in ("said", "wideband heard", "wait ms", "ended by", "line heard", "wait ms", "ended by"):
+        table.add_column(column)
+    said = result["said"] if all(result["said"]) else [""] * result["turns"]
+    wide, on_line = run["heard"]["wideband"], run["heard"]["line"]
+    waits = result["wait_from_the_recording_ms"]
+    for i in range(max(len(said), len(wide), len(on_line))):
+        def cell(values, j=i):
+            return plain(str(values[j])) if j < len(values) and values[j] is not None else "-"
+        table.add_row(cell(said), cell(wide), _fmt(waits["file"][i]) if i < len(waits["file"]) else "-",
+                      cell(run["end_of_turn"]["wideband"]), cell(on_line),
+                      _fmt(waits["file on the line"][i]) if i < len(waits["file on the line"]) else "-", cell(run["end_of_turn"]["line"]))
+    out.print(table)
+    stages = Table(title="stage medians (the agent's own measure, from the end of speech as it heard it)", title_justify="left")
+    for column in ("stage", "wideband ms", "line ms"):
+        stages.add_column(column)
+    for key in run["stages_median_ms"]["wideband"]:
+        stages.add_row(key.removesuffix("_ms").replace("_", " "), _fmt(run["stages_median_ms"]["wideband"][key]),
+                       _fmt(run["stages_median_ms"]["line"][key]))
+    out.print(stages)
+    for label in ("wideband", "line"):
+        read = run["codes_read"][label]
+        right = "-" if read["right"] is None else read["right"]
+        cut = run["cut_mid_number"][label]
+        out.print(Text(f"  {label}: codes read right {right} of {read['of']}; cut mid-number: {', '.join(map(repr, cut)) or 'none'}; "
+                       f"turns not answered {run['turns_unanswered'][label]}"))
+        for miss in read["misread"]:
+            out.print(Text(f"    {miss}"))
+    for name, row in run["whisper_digits_right"].items():
+        out.print(f"  whisper {name}: digits right wideband {row['wideband']}/{row['of']}, on the line {row['line']}/{row['of']} "
+                  f"(median {_fmt(row['line_median_ms'])} ms on the line)")
 
 
 def _floor_percent(fraction: float) -> str:

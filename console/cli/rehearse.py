@@ -73,6 +73,11 @@ def rehearse(
     keep_secret_audio: Annotated[
         bool, typer.Option("--keep-secret-audio", help="Keep redacted values audible in mic.wav and out.wav (masked by default).")
     ] = False,
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="file backend: the call on a telephone line (8 kHz G.711 mu-law, 20 ms packets) both ways; mic.wav is what the agent heard from the line, out.wav what the caller heard.")] = None,
+    line_noise_dbfs: Annotated[float | None, typer.Option("--line-noise-dbfs", help="With --line: the line's noise floor, dBFS RMS (default -45).")] = None,
+    line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost, concealed by the last one (default 0).")] = None,
+    line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter (mean transit variation), absorbed by a fixed jitter buffer that adds latency (default 0).")] = None,
+    line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line's noise, losses and jitter (default 0); the same seed, the same audio.")] = None,
 ) -> None:
     """Rehearse a flow live in the console (or --headless: print the event stream).
 
@@ -83,6 +88,7 @@ def rehearse(
       lull rehearse
       lull rehearse my_flow.json --journal takes/1
       lull rehearse --backend file --caller caller.wav --headless --journal t2
+      lull rehearse --backend file --caller caller.wav --line pstn --line-loss 0.02 --headless
       lull rehearse --backend pipecat --caller caller.wav --headless --journal t3
       lull rehearse --backend livekit --caller caller.wav --headless --journal t4
       printf 'hold on\\n4821\\nyes\\n' | lull rehearse --backend text --headless
@@ -97,6 +103,7 @@ def rehearse(
         fail(f"--backend {backend}: expected audio, file, text, pipecat or livekit")
     if backend == "file" and caller is None:
         fail("--backend file needs --caller caller.wav (the caller's audio)")
+    line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed, backend)
     if backend == "livekit":
         try:
             from voices.livekit import quiet_livekit_logs
@@ -133,7 +140,8 @@ def rehearse(
     chosen, notice = _choose_backend(backend, input_device, output_device)
     if chosen != "text":
         _start_matcher_build(compiled)  # in a thread, while whisper and piper load
-    the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec, keep_secret_audio=keep_secret_audio)
+    the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec,
+                                keep_secret_audio=keep_secret_audio, line=line_settings)
     if keep_secret_audio and journal is not None and chosen != "text":
         print_text("warning: --keep-secret-audio: mic.wav and out.wav will hold redacted values (the journal does not)", console=err)
     if not headless:
@@ -146,6 +154,7 @@ def rehearse(
             return _make_backend(
                 chosen, caller, None, input_device, output_device, voice, stt_model,
                 aec=not no_aec, keep_secret_audio=keep_secret_audio, models=getattr(the_backend, "models", None),
+                line=line_settings,
             )
 
         LullApp(
@@ -155,6 +164,11 @@ def rehearse(
         return
     if notice:
         print_text(notice, console=err)
+    if line_settings is not None:
+        described = the_backend.line.describe()
+        print_text(f"on a {line_settings.kind} line: 8 kHz G.711 mu-law, noise {line_settings.noise_dbfs:g} dBFS, "
+                   f"loss {line_settings.loss:g}, jitter {line_settings.jitter_ms:g} ms, seed {line_settings.seed}; "
+                   f"the line delays each way by {described['delay_ms']['caller_to_agent']:.0f} ms", console=err)
     # the caller's words, prompts and flow names are printed as they are, never as markup
     print_text(("Lull", "bold"), f": rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}")
 
@@ -191,11 +205,38 @@ def rehearse(
         if problem is None:
             raise
         fail(problem)
-    gaps = [g for g in (lat.as_dict()["perceived_gap_ms"] for lat in getattr(the_backend, "latencies", [])) if g is not None]
+    waits = [lat.as_dict() for lat in getattr(the_backend, "latencies", [])]
+    # on a telephone line, the caller waits the line's round trip more than the agent sees
+    key = "caller_wait_on_line_ms" if any("caller_wait_on_line_ms" in w for w in waits) else "perceived_gap_ms"
+    gaps = [g for g in (w.get(key) for w in waits) if g is not None]
     if gaps:  # each turn's wait was shown as it happened; the call's, in one line
-        print_text(f"caller's wait over {len(gaps)} answered turns: median {statistics.median(gaps) / 1000:.2f} s, "
-                   f"longest {max(gaps) / 1000:.2f} s")
+        print_text(f"caller's wait over {len(gaps)} answered turns{' (on the line)' if key != 'perceived_gap_ms' else ''}: "
+                   f"median {statistics.median(gaps) / 1000:.2f} s, longest {max(gaps) / 1000:.2f} s")
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
+
+
+def line_from_options(line, noise_dbfs, loss, jitter_ms, seed, backend: str | None = None):
+    """The telephone line `--line` and its options ask for (None: no line), refused in
+    one line before any model loads. `backend`: `lull rehearse`'s, which must be file."""
+    from voices.line.pstn import LINES, LineError, LineSettings
+
+    options = {"--line-noise-dbfs": noise_dbfs, "--line-loss": loss, "--line-jitter-ms": jitter_ms, "--line-seed": seed}
+    if line is None:
+        given = [name for name, value in options.items() if value is not None]
+        if given:
+            fail(f"{given[0]} needs --line pstn (the call on a telephone line)")
+        return None
+    if line not in LINES:
+        fail(f"--line {line}: expected {' or '.join(LINES)}")
+    if backend is not None and backend != "file":
+        # the audio backend's caller is a person at the laptop, and the frameworks'
+        # transports own their audio: the line is the file backend's for now
+        fail(f"--line {line}: only the file backend takes a telephone line (--backend file --caller caller.wav), not --backend {backend}")
+    settings = {"noise_dbfs": noise_dbfs, "loss": loss, "jitter_ms": jitter_ms, "seed": seed}
+    try:
+        return LineSettings(kind=line, **{k: v for k, v in settings.items() if v is not None})
+    except LineError as exc:
+        fail(str(exc))
 
 
 def _check_caller_recording(caller: Path) -> None:
@@ -244,7 +285,8 @@ def _start_matcher_build(compiled) -> None:
 
 
 def _make_backend(
-    chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False, models=None
+    chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False, models=None,
+    line=None,
 ):
     from voices.backends.text import TextBackend
 
@@ -264,7 +306,7 @@ def _make_backend(
                 fail(str(exc))
     if chosen == "file":
         try:
-            return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio)
+            return FileBackend(models, caller, record_dir=journal, keep_secret_audio=keep_secret_audio, line=line)
         except (ValueError, OSError) as exc:
             fail(str(exc))
     if chosen == "livekit":

@@ -6,6 +6,13 @@ clock, silence when idle, so a barge-in cuts a prompt within one block and out.w
 continuous stream. With `echo_path` (a `voices.echo.SimulatedEchoPath`), what it played
 comes back into the caller's audio as a laptop's microphone hears its speakers, and
 `aec=True` cancels it through the same canceller the audio backend uses.
+
+With `line` (`voices.line.pstn.LineSettings`), the call is on a telephone line: the
+caller's audio reaches the agent through the line's one direction and the agent's voice
+reaches the caller through the other (`voices.line.pstn.PhoneLine`). mic.wav is then
+what the agent heard from the line and out.wav what the caller heard from it, each at
+16 kHz and at the session time it was heard (out.wav the line's delay after the agent's
+speaker played it).
 """
 
 from __future__ import annotations
@@ -194,6 +201,7 @@ class FileBackend(VoiceBackend):
         record_dir: Path | None = None,
         echo_path=None,
         aec: bool = False,
+        line=None,
         **kwargs,
     ) -> None:
         super().__init__(models, name="file", record_dir=record_dir, **kwargs)
@@ -205,6 +213,16 @@ class FileBackend(VoiceBackend):
             from voices.echo import EchoCanceller
 
             self.echo = EchoCanceller(enabled=aec)
+        self.line = None
+        if line is not None:
+            if self.echo is not None:
+                raise ValueError("a phone line and a simulated room echo cannot be combined")
+            from voices.line.pstn import PhoneLine
+
+            self.line = PhoneLine(line, caller_rate=VAD_RATE, agent_rate=models.voice.sample_rate)
+            self.journal_header = {"line": self.line.describe()}
+            # the caller hears a prompt the line's delay after it played: its mask lasts as long
+            self.secrets.out_delay_ms = self.line.downlink.delay_ms
         self._feeder: asyncio.Task | None = None
         self.fed_samples = 0  # caller samples heard so far (a test may append to caller_audio)
 
@@ -222,9 +240,13 @@ class FileBackend(VoiceBackend):
         # this returns), not from whenever a loaded loop first runs the feeder
         self._feeder = asyncio.ensure_future(self._feed_caller(self.session.now_ms()))
 
+    def _output_rate(self) -> int:
+        return self.line.downlink.rate_out if self.line is not None else super()._output_rate()
+
     def _played(self, t_ms: float, block: np.ndarray) -> None:
+        heard = block if self.line is None else self.line.downlink.process(block)  # at the caller's ear
         if self.recorder is not None:
-            self.recorder.out_stream(t_ms, block)
+            self.recorder.out_stream(t_ms, heard)
         if self.echo_path is not None:
             self.echo_path.played(block, self.output.samplerate, t_ms)
         self.played(block, self.output.samplerate)
@@ -253,11 +275,27 @@ class FileBackend(VoiceBackend):
             self.output.play_until(start + frame / VAD_RATE * 1000.0)
             if self.echo_path is not None:
                 chunk = self.echo_path.mix(chunk, start)
+            if self.line is not None:  # what the agent hears of the caller, the line's delay late
+                chunk = self.line.uplink.process(chunk)
             self.on_frames(chunk, start)
             i += frame
             self.fed_samples = i
 
+    def _finish_latency(self, latency) -> None:
+        if self.line is not None:  # the caller's wait is the agent's, and the line's both ways
+            latency.line_ms = self.line.round_trip_ms
+        super()._finish_latency(latency)
+
+    def media_line(self) -> str:
+        line = super().media_line()
+        if self.line is not None:
+            s = self.line.settings
+            line += f"  line {s.kind} 8 kHz mu-law, noise {s.noise_dbfs:g} dBFS, loss {s.loss:.0%}, jitter {s.jitter_ms:g} ms"
+        return line
+
     async def close(self) -> None:
         if self._feeder is not None:
             self._feeder.cancel()
+        if self.line is not None and self.session is not None and not self.session.closed.is_set():
+            self.session.note("phone_line", self.line.figures())
         await super().close()

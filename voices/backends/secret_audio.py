@@ -39,6 +39,8 @@ class SecretAudio:
         self._turns: dict[str, tuple[float, float]] = {}
         self._masked_turns: set[str] = set()
         self._kept_noted = False
+        # out.wav heard through a telephone line: a prompt reaches it this much later
+        self.out_delay_ms = 0.0
 
     def attach(self, session: LiveSession) -> None:
         self.session = session
@@ -73,7 +75,7 @@ class SecretAudio:
         start = self._open_prompts.pop(token, None)
         if start is None:
             return
-        self._span("out", start, t_ms + MARGIN_MS, token=token)
+        self._span("out", start, t_ms + MARGIN_MS + self.out_delay_ms, token=token)
         # the microphone heard it too (a laptop hears its speakers): its echo, a little later
         self._span("mic", start, t_ms + ECHO_TAIL_MS, token=token)
 

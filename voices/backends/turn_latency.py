@@ -13,7 +13,10 @@ The stages, in order, each a gap between two moments of the same turn:
 - `decision_to_first_sample`: synthesis and the output's queue, to the first sample;
 - `leading_silence`: the first sample -> the first audible one.
 
-`perceived_gap` spans them all. A turn the agent does not answer (a backchannel, a
+`perceived_gap` spans them all. On a telephone line (`voices.line`), the caller hears the
+agent the line's round trip later than that (their words reach the agent `delay_ms`
+late, the answer reaches them `delay_ms` late): `line_ms` is that round trip and
+`caller_wait_on_line_ms` the gap plus it. A turn the agent does not answer (a backchannel, a
 partial code, noise) has no latency: nothing is noted for it, rather than the time to
 the next reminder. All moments are session ms, a frame stamped by its own samples
 (its first sample at its start, the decision at the end of the frame that made it).
@@ -40,6 +43,7 @@ class TurnLatency:
     stt_s: float = 0.0  # whisper's own decode time
     end_of_turn: str = "hold"  # why the turn ended when it did
     speculative: bool = False  # the words came from the decode at the pause's onset
+    line_ms: float = 0.0  # a telephone line's round trip (0: no line)
 
     @property
     def first_audible(self) -> float | None:
@@ -50,10 +54,15 @@ class TurnLatency:
             return None if a is None or b is None else round(b - a, 1)
 
         heard = self.speech_end if self.speech_end is not None else self.vad_speech_end
+        perceived = gap(heard, self.first_audible)
+        line = {} if not self.line_ms else {
+            "line_ms": round(self.line_ms, 1),
+            "caller_wait_on_line_ms": None if perceived is None else round(perceived + self.line_ms, 1),
+        }
         return {
             "turn": self.turn,
             "audio_s": round(self.audio_s, 3),
-            "perceived_gap_ms": gap(heard, self.first_audible),
+            "perceived_gap_ms": perceived,
             "vad_lag_ms": gap(heard, self.vad_speech_end),
             "hold_ms": gap(self.vad_speech_end, self.end_of_speech),
             "eos_to_transcript_ms": gap(self.end_of_speech, self.transcript),
@@ -64,4 +73,5 @@ class TurnLatency:
             "stt_decode_ms": round(self.stt_s * 1000, 1),
             "end_of_turn": self.end_of_turn,
             "speculative": self.speculative,
+            **line,
         }
