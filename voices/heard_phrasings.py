@@ -169,7 +169,8 @@ class HeardCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.heard: dict[str, str] = {}
-        self.new = 0
+        self.new = 0  # heard since the last save
+        self.added = 0  # heard in this run
         if path is not None and path.is_file():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
@@ -188,6 +189,7 @@ class HeardCache:
     def put(self, key: str, words: str) -> None:
         self.heard[key] = words
         self.new += 1
+        self.added += 1
 
     def save(self) -> None:
         if self.path is None or not self.new:
@@ -389,8 +391,8 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
         recognizer = WhisperRecognizer()
     source = audio if audio is not None else phrasings
     assert source is not None
-    cache = HeardCache(cache_path if cache_path is not None else default_cache_path(source))
-    hearer = Hearer(recognizer, question_options(flow), cache)
+    base = cache_path if cache_path is not None else default_cache_path(source)
+    options = question_options(flow)
     conditions = []
     if audio is not None:
         out["audio"] = str(audio)
@@ -402,17 +404,22 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
             conditions.append(("spoken", None))
         if line is not None:
             conditions.append(("line", line))
+    heard_new = 0
     for name, channel in conditions:
+        # a file a condition: two runs hearing different conditions never write one file
+        cache = HeardCache(None if base is None else base.with_name(f"{base.stem}.{name}.json"))
+        hearer = Hearer(recognizer, options, cache)
         if entries is not None:
             turns = list(hearer.recordings(audio, entries, channel))  # type: ignore[arg-type]
         else:
             turns = list(hearer.phrasings(written, channel, progress))  # type: ignore[arg-type]
         out["conditions"][name] = {**read_heard(matcher, turns), "turns": len(turns)}
+        heard_new += cache.added
     if line is not None:
         out["line"] = {"kind": line.kind, "noise_dbfs": line.noise_dbfs, "loss": line.loss,
                        "jitter_ms": line.jitter_ms, "seed": line.seed}
     out["speakers"] = [s.name for s in SPEAKERS] if audio is None else ["recording"]
-    out["heard_new"] = cache.new
+    out["heard_new"] = heard_new
     return out
 
 
@@ -421,7 +428,7 @@ def heard_yardstick(folder: Path, *, sets: tuple[str, ...] = ("sealed",), spoken
                     progress: Callable[[str], None] | None = None) -> dict:
     """Every flow in `folder` against its phrasings in each of `sets`, as text, spoken
     and down `line`, each condition's targets MET or MISSED. What was heard is kept in
-    `folder/heard/SET/FLOW.json`, so a rerun reads only."""
+    `folder/heard/SET/FLOW.CONDITION.json`, so a rerun reads only."""
     flows = sorted(folder.glob("*.json"))
     if not flows:
         raise PhrasingFileError(f"{folder}: no flow files (*.json) to measure")
