@@ -91,6 +91,10 @@ MAX_VERBATIM_ATTEMPTS = 3
 TEXT_ANSWER_INTENT_MIN = 0.7
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_:\-]+)\}")
 _LADDER_INTENTS = {"wait_request", "ready", "repeat_request", "backchannel", "noise", "decline"}
+# Requests that a number or a yes/no inside them does not answer, read with confidence.
+# A yes/no keeps "go ahead" and "okay": said to "shall I book it?" they are a yes.
+_NOT_A_VALUE = {"number": ("wait_request", "ready", "repeat_request", "backchannel"),
+                "yes_no": ("wait_request", "repeat_request")}
 
 
 @dataclass
@@ -404,6 +408,10 @@ class FlowRuntime:
                         continue  # a recognised request ("when are you open?") is not free text
                     # any words may be the answer: a name that shares a word with a
                     # request ("it's Biscuit the Second", wait_request 0.52) is the value
+                if (event.intent in _NOT_A_VALUE.get(spec.type, ()) and event.score >= TEXT_ANSWER_INTENT_MIN):
+                    # "one moment" at "how many?" asks for time, it does not book one seat;
+                    # "hold on, not yet" at a yes/no question is no "no"
+                    continue
                 value = self._parse(slot, spec, event.text)
                 if value is None:
                     continue

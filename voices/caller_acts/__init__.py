@@ -11,11 +11,16 @@ off-topic phrases for the reader's "none" class.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
 ACTS = ("wait_request", "ready", "repeat_request", "person", "go_on_without", "backchannel", "off_topic")
 _HERE = Path(__file__).parent
+# The first writers' brief gave "go on" as a backchannel. To Lull, a caller saying "go on"
+# is telling the agent to go on: ready (outside a wait the core takes ready as a
+# backchannel anyway, W7). Such phrases are read as ready, not as the brief had them.
+_GO_ON = re.compile(r"\b(go on|go ahead|carry on|fire away|keep going)\b")
 
 
 @lru_cache(maxsize=1)
@@ -27,7 +32,8 @@ def caller_acts() -> dict[str, tuple[str, ...]]:
         for act in ACTS:
             for phrase in data.get(act, ()):
                 if isinstance(phrase, str) and phrase.strip():
-                    acts[act][phrase.strip()] = None
+                    said = phrase.strip()
+                    acts["ready" if act == "backchannel" and _GO_ON.search(said.lower()) else act][said] = None
     return {act: tuple(phrases) for act, phrases in acts.items()}
 
 
