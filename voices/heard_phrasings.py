@@ -213,15 +213,26 @@ class HeardTurn:
 class Hearer:
     """Speaks and hears phrasings as a live call hears the answer to a flow's question."""
 
-    def __init__(self, recognizer, options: dict, cache: HeardCache, voices: Voices | None = None) -> None:  # noqa: ANN001
+    def __init__(self, recognizer, options: dict, cache: HeardCache, voices: Voices | None = None,  # noqa: ANN001
+                 cached_only: bool = False) -> None:
+        self.cached_only = cached_only  # read what was heard before; hear nothing anew
         self.recognizer = recognizer
         self.options = dict(options)
         self.cache = cache
         self.voices = voices or Voices()
-        self._model = str(getattr(recognizer, "model_name", None) or getattr(recognizer, "model", "whisper"))
 
     def _hear(self, audio: np.ndarray) -> str:
         return self.recognizer.transcribe(audio, **self.options).text
+
+    @property
+    def _model(self) -> str:
+        """The recogniser's name in the key ("tiny.en (bundled)"), known without loading it."""
+        name = getattr(self.recognizer, "model_name", None)
+        if name is None:
+            from .stt import WhisperRecognizer
+
+            name = WhisperRecognizer._resolve(None)[1]
+        return str(name)
 
     def phrasings(self, phrasings: dict[str, list[str]], line=None,  # noqa: ANN001
                   progress: Callable[[int], None] | None = None) -> Iterator[HeardTurn]:
@@ -231,6 +242,9 @@ class Hearer:
                 for speaker in speakers_for(phrase):
                     key = HeardCache.key(phrase, speaker, line_key(line), self._model, sorted(self.options.items()))
                     words = self.cache.get(key)
+                    if words is None and self.cached_only:
+                        raise PhrasingFileError(f"{self.cache.path}: {phrase!r} said by {speaker.name} was never heard "
+                                                "(run the bench without the cache-only check to hear it)")
                     if words is None:
                         seed = int(key[:8], 16)
                         audio = framed(self.voices.say(spoken_text(phrase), speaker), seed)
@@ -370,7 +384,8 @@ def default_cache_path(source: Path) -> Path | None:
 
 def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | None = None, spoken: bool = False,
                 line=None, matcher_kind: str = "classifier", cache_path: Path | None = None,  # noqa: ANN001
-                recognizer=None, progress: Callable[[int], None] | None = None) -> dict:  # noqa: ANN001
+                recognizer=None, progress: Callable[[int], None] | None = None,  # noqa: ANN001
+                cached_only: bool = False) -> dict:
     """Text, spoken and line figures side by side for one flow: `phrasings` as written,
     spoken (`spoken`) and down `line`; or `audio`'s recordings, wideband and down `line`."""
     from .phrasing_bench import _build, _flow_intents, _measure, load_phrasings
@@ -385,7 +400,7 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
         text = _measure(flow, intents, matcher, build_ms, phrasings, matcher_kind, True)
         out["conditions"]["text"] = {k: text[k] for k in ("intents", "pooled", "off_topic", "weakest", "misses",
                                                           "off_topic_accepted", "match_ms_per_turn")}
-    if recognizer is None:
+    if recognizer is None and not cached_only:
         from .stt import WhisperRecognizer
 
         recognizer = WhisperRecognizer()
@@ -408,7 +423,7 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
     for name, channel in conditions:
         # a file a condition: two runs hearing different conditions never write one file
         cache = HeardCache(None if base is None else base.with_name(f"{base.stem}.{name}.json"))
-        hearer = Hearer(recognizer, options, cache)
+        hearer = Hearer(recognizer, options, cache, cached_only=cached_only)
         if entries is not None:
             turns = list(hearer.recordings(audio, entries, channel))  # type: ignore[arg-type]
         else:
@@ -425,14 +440,14 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
 
 def heard_yardstick(folder: Path, *, sets: tuple[str, ...] = ("sealed",), spoken: bool = True, line=None,  # noqa: ANN001
                     matcher_kind: str = "classifier", recognizer=None,  # noqa: ANN001
-                    progress: Callable[[str], None] | None = None) -> dict:
+                    progress: Callable[[str], None] | None = None, cached_only: bool = False) -> dict:
     """Every flow in `folder` against its phrasings in each of `sets`, as text, spoken
     and down `line`, each condition's targets MET or MISSED. What was heard is kept in
     `folder/heard/SET/FLOW.CONDITION.json`, so a rerun reads only."""
     flows = sorted(folder.glob("*.json"))
     if not flows:
         raise PhrasingFileError(f"{folder}: no flow files (*.json) to measure")
-    if recognizer is None:
+    if recognizer is None and not cached_only:
         from .stt import WhisperRecognizer
 
         recognizer = WhisperRecognizer()
@@ -445,7 +460,8 @@ def heard_yardstick(folder: Path, *, sets: tuple[str, ...] = ("sealed",), spoken
             if progress is not None:
                 progress(f"{name}/{flow.stem}")
             result = heard_bench(str(flow), phrasings=path, spoken=spoken, line=line, matcher_kind=matcher_kind,
-                                 cache_path=folder / "heard" / name / flow.name, recognizer=recognizer)
+                                 cache_path=folder / "heard" / name / flow.name, recognizer=recognizer,
+                                 cached_only=cached_only)
             out["flows"].setdefault(flow.stem, {})[name] = result["conditions"]
         out["sets"][name] = _targets({f.stem: out["flows"][f.stem][name] for f in flows})
     return out

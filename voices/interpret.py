@@ -9,6 +9,7 @@ encoder in numpy) or on a blend of both: kinds "minilm" and "blend" (measured be
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 from collections.abc import Callable
 from typing import Literal
@@ -156,9 +157,13 @@ MatcherKind = Literal["embedding", "minilm", "blend", "classifier", "lexical"]
 MATCHER_KINDS: tuple[str, ...] = ("embedding", "minilm", "blend", "classifier", "lexical")
 
 
-# the learned reader's data beyond Lull's shared phrases: 1,960 phrasings of the shared
-# acts written outside the team (voices/caller_acts). False: the reader as before it.
-CALLER_ACTS = True
+# The caller-act phrasings written outside the team (voices/caller_acts: 3,443) in each
+# flow's classifier. Measured on yardstick2's sealed sets as text: 502/576 without them,
+# 529/576 with them (README, "Callers the team did not write"). Off by default for now:
+# trained per flow, they cost each flow's first build about 4,100 more texts to embed
+# and fit, which a test run (a fresh cache) pays for every flow it builds. On with
+# LULL_CALLER_ACTS=1 or `lull bench intents --caller-acts`.
+CALLER_ACTS = os.environ.get("LULL_CALLER_ACTS", "").strip().lower() in ("1", "on", "yes", "true")
 
 
 def make_matcher(

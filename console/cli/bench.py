@@ -208,6 +208,7 @@ def bench_intents(
     line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also down a phone line: 8 kHz G.711 mu-law, a -45 dBFS floor.")] = None,
     audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
     heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
+    caller_acts: Annotated[bool, typer.Option("--caller-acts", help="The classifier also learns the caller-act phrasings written outside the team (voices/caller_acts).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real models).
@@ -227,7 +228,11 @@ def bench_intents(
       lull bench intents my_flow.json --audio recordings/
       lull bench intents --yardstick tests/flows/yardstick2 --spoken --line pstn --json
     """
+    import voices.interpret as interpret
     from voices.interpret import MATCHER_KINDS
+
+    if caller_acts:
+        interpret.CALLER_ACTS = True
 
     kinds = [k for k in MATCHER_KINDS if k != "lexical"] if matcher == "all" else [matcher]
     if any(k not in MATCHER_KINDS for k in kinds):

@@ -1,0 +1,55 @@
+"""The README's figures for yardstick2 (eight flows, and sealed phrasings written by
+writers who read no code and no phrasing here) are what the bench measures: as text,
+spoken and down a phone line, each spoken turn re-read from what Lull's whisper heard of
+it when the bench ran (tests/flows/yardstick2/heard/; no recogniser runs here), so the
+table cannot go stale and a change to the reader shows in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from voices.heard_phrasings import heard_yardstick
+from voices.line.pstn import LineSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+YARDSTICK2 = ROOT / "tests" / "flows" / "yardstick2"
+CONDITIONS = ("text", "spoken", "line")
+
+
+def _share(row: dict, digits: int = 0) -> str:
+    return f"{row['right']}/{row['total']} ({100 * row['right'] / row['total']:.{digits}f} %)"
+
+
+def _readme_rows() -> dict[str, list[str]]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- yardstick2 -->", 1)[1].split("<!-- /yardstick2 -->", 1)[0]
+    rows = {}
+    for line in block.strip().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict:
+    return heard_yardstick(YARDSTICK2, spoken=True, line=LineSettings(), cached_only=True)
+
+
+def test_the_readme_figures_and_targets_are_the_benchs_read_from_what_was_heard(measured):
+    rows = _readme_rows()
+    assert set(rows) == {*measured["flows"], "all eight"}
+    for flow, per_set in measured["flows"].items():
+        sealed = per_set["sealed"]
+        cells = [_share(sealed[c]["pooled"]) for c in CONDITIONS]
+        cells.append(" / ".join(f"{sealed[c]['off_topic']['accepted']}" for c in CONDITIONS) + f" of {sealed['text']['off_topic']['total']}")
+        assert rows[flow] == cells, flow
+    pooled = measured["sets"]["sealed"]
+    cells = [_share(pooled[c]["pooled"], 1) for c in CONDITIONS]
+    cells.append(" / ".join(f"{pooled[c]['off_topic']['accepted']}" for c in CONDITIONS) + f" of {pooled['text']['off_topic']['total']}")
+    assert rows["all eight"] == cells
+    said = " ".join((ROOT / "README.md").read_text().split("<!-- /yardstick2 -->", 1)[1].split("\n\n", 2)[1].split())
+    for condition in CONDITIONS:
+        for target, met in pooled[condition]["targets"].items():
+            assert f"{condition}: {target}: {'MET' if met else 'MISSED'}" in said, (condition, target)
