@@ -55,9 +55,10 @@ def _normal(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
 
 
-def make_callers(voice, codes: int = 48, seed: int = 7, answers: int | None = None) -> list[tuple[np.ndarray, str, str]]:
+def make_callers(voice, codes: int = 48, seed: int = 7, answers: int | None = None, pauses: list | None = None) -> list[tuple[np.ndarray, str, str]]:
     """(audio at 16 kHz, what was said, "digits", "words" or "yes_no"), from one seed;
-    `answers` takes only the first few of the fixed requests and yes/no answers."""
+    `answers` takes only the first few of the fixed requests and yes/no answers. A list
+    given as `pauses` gets each caller's pause inside their words, in seconds (0: none)."""
     from .stt import resample
 
     rng = np.random.default_rng(seed)
@@ -90,12 +91,17 @@ def make_callers(voice, codes: int = 48, seed: int = 7, answers: int | None = No
             pause = float(rng.choice([0.8, 1.2, 1.6, 2.2]))
             parts += [speech(" ".join(words[:split])), silence(pause), speech(" ".join(words[split:]))]
         else:
+            pause = 0.0
             parts.append(speech(" ".join(words)))
         callers.append((noisy(parts), code, "digits"))
+        if pauses is not None:
+            pauses.append(pause)
     for sentence in _SENTENCES[:answers]:
         callers.append((noisy([speech(sentence)]), sentence, "words"))
     for sentence, yes in _YES_NO[:answers]:
         callers.append((noisy([speech(sentence)]), "yes" if yes else "no", "yes_no"))
+    if pauses is not None:
+        pauses.extend([0.0] * (len(callers) - len(pauses)))
     return callers
 
 

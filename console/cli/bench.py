@@ -163,7 +163,7 @@ def _print_line(result: dict) -> None:
                       cell(run["end_of_turn"]["wideband"]), cell(on_line),
                       _fmt(waits["file on the line"][i]) if i < len(waits["file on the line"]) else "-", cell(run["end_of_turn"]["line"]))
     out.print(table)
-    stages = Table(title="stage medians (the agent's own measure, from the end of speech as it heard it)", title_justify="left")
+    stages = Table(title="stage medians, as the agent measured them", title_justify="left")
     for column in ("stage", "wideband ms", "line ms"):
         stages.add_column(column)
     for key in run["stages_median_ms"]["wideband"]:
@@ -468,14 +468,27 @@ def bench_stt(
     misses: Annotated[bool, typer.Option("--misses", help="List what each variant misread.")] = False,
     held_out: Annotated[bool, typer.Option("--held-out", help="Callers from the held-out seed, not the one the windows were tuned on.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Instead: the same callers wideband and through a telephone line, whisper's two decodes in use and the VAD side by side.")] = None,
+    line_noise_dbfs: Annotated[float | None, typer.Option("--line-noise-dbfs", help="With --line: the line's noise floor, dBFS RMS (default -45).")] = None,
+    line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost (default 0).")] = None,
+    line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter (default 0).")] = None,
+    line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line (default 0; each caller takes the next).")] = None,
 ) -> None:
     """Whisper's encoder window and pause handling: decode time against accuracy, same callers.
 
-    Example: lull bench stt --codes 48 --held-out
+    Examples:
+      lull bench stt --codes 48 --held-out
+      lull bench stt --line pstn --line-loss 0.02
     """
     from voices.backends.voice import VoiceModels
     from voices.stt_bench import DEV_SEED, HELD_OUT_SEED, run_stt_bench
 
+    from .rehearse import line_from_options
+
+    line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed)
+    if line_settings is not None:
+        _bench_stt_line(line_settings, codes, HELD_OUT_SEED if held_out else DEV_SEED, as_json)
+        return
     with err.status("making callers with piper and decoding each with every variant…"):
         models = VoiceModels.load(deterministic=True, matcher="lexical")
         result = run_stt_bench(models.recognizer, models.voice, codes, seed=HELD_OUT_SEED if held_out else DEV_SEED)
@@ -502,6 +515,40 @@ def bench_stt(
     for name, row in result["variants"].items() if misses else ():
         for miss in row["misses"]:
             out.print(Text(f"  {name}: {miss}"))
+
+
+def _bench_stt_line(line, codes: int, seed: int, as_json: bool) -> None:
+    from voices.backends.voice import VoiceModels
+    from voices.line.bench import run_line_listen_bench
+
+    with err.status("making callers with piper, then hearing each wideband and through the line…"):
+        models = VoiceModels.load(deterministic=True, matcher="lexical")
+        result = run_line_listen_bench(models, line, codes, seed=seed)
+    if as_json:
+        echo_json(result)
+        return
+    spec, counts = result["line"], result["callers"]
+    out.print(Text(f"{counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests (seed {seed}), "
+                   f"wideband and on a {spec['kind']} line (8 kHz G.711 mu-law, noise {spec['noise_dbfs']} dBFS, loss {spec['loss']:g}, "
+                   f"jitter {spec['jitter_ms']:g} ms)"))
+    table = Table(title="whisper", title_justify="left")
+    for column in ("decode", "", "codes right", "yes/no right", "words right", "median ms"):
+        table.add_column(column)
+    for name, by in result["whisper"].items():
+        for channel, row in by.items():
+            table.add_row(name if channel == "wideband" else "", channel, f"{row['digits_right']}/{counts['digits']}",
+                          f"{row['yes_no_right']}/{counts['yes_no']}", f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]))
+    out.print(table)
+    vad = Table(title="Silero VAD (500 ms hold, pauses reported after 96 ms)", title_justify="left")
+    for column in ("", "speech over after the last word: median ms", "p90 ms", "pauses per utterance", "segments as said", "more", "fewer", "not heard"):
+        vad.add_column(column)
+    for channel, row in result["vad"].items():
+        parts = result["segments_against_parts_said"][channel]
+        vad.add_row(channel, _fmt(row["end_lag_median_ms"]), _fmt(row["end_lag_p90_ms"]), f"{row['pauses_per_utterance']:.2f}",
+                    str(parts["as_said"]), str(parts["more"]), str(parts["fewer"]), str(row["not_heard"]))
+    out.print(vad)
+    noise = ", ".join(f"{level}: {n}" for level, n in result["noise_only_speech_started_per_minute"].items())
+    out.print(f"speech the VAD started in a minute of the line's noise alone: {noise}")
 
 
 @bench_app.command("replay")

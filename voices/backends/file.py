@@ -290,7 +290,8 @@ class FileBackend(VoiceBackend):
         line = super().media_line()
         if self.line is not None:
             s = self.line.settings
-            line += f"  line {s.kind} 8 kHz mu-law, noise {s.noise_dbfs:g} dBFS, loss {s.loss:.0%}, jitter {s.jitter_ms:g} ms"
+            noise = "no noise" if s.noise_dbfs is None else f"noise {s.noise_dbfs:g} dBFS"
+            line += f"  line {s.kind} 8 kHz mu-law, {noise}, loss {s.loss:.0%}, jitter {s.jitter_ms:g} ms"
         return line
 
     async def close(self) -> None:

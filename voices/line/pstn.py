@@ -164,20 +164,25 @@ class LineStats:
     lost: int = 0  # lost on the way
     late: int = 0  # arrived after their turn to play
     concealed: int = 0  # played as the last packet, attenuated (lost + late)
-    transit_ms: list[float] = field(default_factory=list)  # each packet's transit variation
     short: int = 0  # samples the line owed and did not have (never, by its fixed delay)
+    # RFC 3550's interarrival jitter, without its running filter: the mean absolute
+    # difference of successive packets' transit times
+    transit_changes_ms: float = 0.0
+    last_transit_ms: float | None = None
+
+    def transit(self, ms: float) -> None:
+        if self.last_transit_ms is not None:
+            self.transit_changes_ms += abs(ms - self.last_transit_ms)
+        self.last_transit_ms = ms
+
+    @property
+    def jitter_ms(self) -> float:
+        return self.transit_changes_ms / (self.packets - 1) if self.packets > 1 else 0.0
 
     def as_dict(self) -> dict:
-        figures = {k: v for k, v in asdict(self).items() if k != "transit_ms"}
-        figures["jitter_ms"] = round(rfc3550_jitter(self.transit_ms), 2) if len(self.transit_ms) > 1 else 0.0
+        figures = {k: v for k, v in asdict(self).items() if k not in ("transit_changes_ms", "last_transit_ms")}
+        figures["jitter_ms"] = round(self.jitter_ms, 2)
         return figures
-
-
-def rfc3550_jitter(transit_ms: list[float]) -> float:
-    """The mean absolute difference of successive packets' transit times (RFC 3550's
-    interarrival jitter, without its running filter)."""
-    t = np.asarray(transit_ms, np.float64)
-    return float(np.mean(np.abs(np.diff(t)))) if t.size > 1 else 0.0
 
 
 class LineDirection:
@@ -244,7 +249,7 @@ class LineDirection:
         self.stats.packets += 1
         lost = bool(self._loss_rng.random() < self.settings.loss)
         transit = float(self._jitter_rng.exponential(self.settings.jitter_ms)) if self.settings.jitter_ms > 0 else 0.0
-        self.stats.transit_ms.append(transit)
+        self.stats.transit(transit)
         if lost:
             self.stats.lost += 1
             return None
@@ -307,4 +312,4 @@ class PhoneLine:
         return {"caller_to_agent": self.uplink.stats.as_dict(), "agent_to_caller": self.downlink.stats.as_dict()}
 
 
-__all__ = ["LINES", "LineDirection", "LineError", "LineSettings", "PhoneLine", "rfc3550_jitter"]
+__all__ = ["LINES", "LineDirection", "LineError", "LineSettings", "LineStats", "PhoneLine"]
