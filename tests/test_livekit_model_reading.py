@@ -16,7 +16,8 @@ pytest.importorskip("livekit.agents", reason="the livekit extra is not installed
 
 from livekit.agents import Agent, AgentSession  # noqa: E402
 
-from ladder import LadderPolicy, RequestPrompt, Stage  # noqa: E402
+from ladder import RequestPrompt  # noqa: E402
+from model_reading_policy import POLICY, Reader  # noqa: E402
 from sessions.replay import replay  # noqa: E402
 from voices.livekit import LullLadder, quiet_livekit_logs  # noqa: E402
 from voices.livekit.scripted_llm import TableLLM  # noqa: E402
@@ -27,24 +28,6 @@ from voices.virtual_loop import run_virtual  # noqa: E402
 quiet_livekit_logs()
 MS_PER_WORD = 300
 QUESTION = "What is your account number?"
-
-POLICY = LadderPolicy(
-    stages=(
-        Stage(name="quiet_wait", wait_ms=4000),
-        Stage(name="gentle_check", wait_ms=4000, prompt="Are you still there?"),
-        Stage(name="safe_close", wait_ms=1000, prompt="I'll end the call here.", closes=True),
-    ),
-    episode_ms=120_000, hold_ms=20_000, hold_budget_ms=40_000, still_waiting_ms=None, watchdog_ms=5000,
-)
-
-
-class Reader:
-    def __init__(self, meanings: dict[str, str]) -> None:
-        self.meanings = meanings
-
-    def match(self, text):
-        intent = self.meanings.get(text)
-        return intent, 0.9 if intent else 0.2
 
 
 class Call:
@@ -159,7 +142,7 @@ def test_the_caller_back_from_a_hold_is_asked_again_by_lull_and_the_model_knew_t
                 seconds=24).run()
     assert [r["model"] for r in call.readings()] == ["wait_request", "ready", "answer"]
     assert call.prompts("acknowledgement") == ["Sure, take your time."]
-    assert len(call.prompts("question")) >= 1  # the question again, said by Lull (L7), not the LLM
+    assert call.prompts("restate") == [QUESTION]  # the question again, said by Lull (L7), not the LLM
     assert call.llm_said == ["Thanks."]
     notes = [any(text == HOLD_NOTE for _, text in context) for context in call.llm.contexts]
     assert notes[:2] == [False, True]  # told while the caller was away, when their return was read

@@ -15,32 +15,11 @@ pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
 
 from pipecat.turns.user_turn_completion_mixin import UserTurnCompletionConfig  # noqa: E402
 
-from ladder import LadderPolicy, Stage  # noqa: E402
 from llm_pipeline import run_agent  # noqa: E402
+from model_reading_policy import POLICY, Reader  # noqa: E402
 from sessions.replay import replay  # noqa: E402
 from voices.model_reading import HOLD_NOTE  # noqa: E402
 from voices.pipecat import LullProcessor  # noqa: E402
-
-POLICY = LadderPolicy(
-    stages=(
-        Stage(name="quiet_wait", wait_ms=4000),
-        Stage(name="gentle_check", wait_ms=4000, prompt="Are you still there?"),
-        Stage(name="safe_close", wait_ms=1000, prompt="I'll end the call here.", closes=True),
-    ),
-    episode_ms=120_000, hold_ms=20_000, hold_budget_ms=40_000, still_waiting_ms=None, watchdog_ms=5000,
-)
-
-
-class Reader:
-    """Lull's own reader, here a table: what the tests are about is the model's decision
-    standing over it (the real classifier has tests of its own)."""
-
-    def __init__(self, meanings: dict[str, str]) -> None:
-        self.meanings = meanings
-
-    def match(self, text):
-        intent = self.meanings.get(text)
-        return intent, 0.9 if intent else 0.2
 
 
 def lull(meanings: dict[str, str] | None = None, **kwargs) -> LullProcessor:

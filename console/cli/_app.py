@@ -80,6 +80,10 @@ def check_new_file(option: str, path: Path) -> None:
     """Refuse, before any work, an output file that exists or cannot be created."""
     if path.exists() or path.is_symlink():
         fail(f"{option} {path}: the file exists; choose another name (nothing was overwritten)")
+    _check_folder_to_write_into(option, path)
+
+
+def _check_folder_to_write_into(option: str, path: Path) -> None:
     folder = path.parent
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
@@ -107,12 +111,7 @@ def check_output_file(option: str, path: Path, overwrite: bool) -> None:
         fail(f"{option} {path}: is a folder; expected a file name")
     if (path.exists() or path.is_symlink()) and not overwrite:
         fail(f"{option} {path}: the file exists; give --force to replace it (nothing was overwritten)")
-    folder = path.parent
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        fail(f"{option} {path}: the folder {folder} {what}; expected an existing folder to write into")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        fail(f"{option} {path}: the folder {folder} is not writable")
+    _check_folder_to_write_into(option, path)
 
 
 def write_file_atomically(option: str, path: Path, data: bytes, overwrite: bool) -> None:

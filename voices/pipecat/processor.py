@@ -232,7 +232,9 @@ class LullProcessor(FrameProcessor):
         self._response_for: int | None = None  # the caller turn the LLM's response reads
         self._pipecat_turn_open = False  # Pipecat's user turn: started, not yet stopped
         self._caller_speaking = False  # the VAD hears the caller now
-        self._tapped: set[int] = set()  # transcription frames heard through `transcripts()`
+        # transcription frames heard through `transcripts()` (the latest few: the user
+        # aggregator keeps most of them, so they never come by to be forgotten)
+        self._tapped: deque[int] = deque(maxlen=32)
         self.notes: list[tuple[str, dict]] = []  # observations journaled (model readings)
         self._hold_note: dict | None = None  # the context message while the caller is held
 
@@ -624,7 +626,7 @@ class _TranscriptTap(FrameProcessor):
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         if isinstance(frame, TranscriptionFrame) and direction is FrameDirection.DOWNSTREAM:
-            self._lull._tapped.add(frame.id)
+            self._lull._tapped.append(frame.id)
             await self._lull._heard(frame.text)
         await self.push_frame(frame, direction)
 
