@@ -1,4 +1,5 @@
-"""What audio a turn keeps when it began as the agent's own voice (a barge-in)."""
+"""What audio a turn keeps when it began as the agent's own voice (a barge-in), or
+under the room's voices (a television)."""
 
 import numpy as np
 
@@ -18,7 +19,7 @@ def test_a_caller_heard_from_the_start_keeps_the_pre_roll():
 def test_a_barge_in_keeps_what_came_well_before_the_evidence():
     # the VAD heard the agent's echo from 500 ms; the caller was louder than it from 2000 ms:
     # their first word started under the echo, so more than the pre-roll is kept
-    seg = _Segment(start_ms=500.0)
+    seg = _Segment(start_ms=500.0, echo_suspect=True)
     seg.accepted_ms = 2000.0
     first_sample, first_ms = kept(seg, 500.0)
     assert first_ms == 2000.0 - BARGE_IN_LOOKBACK_MS and BARGE_IN_LOOKBACK_MS > PRE_ROLL_MS
@@ -26,3 +27,17 @@ def test_a_barge_in_keeps_what_came_well_before_the_evidence():
     # evidence right after the start: nothing before the audio's first sample is invented
     seg.accepted_ms = 700.0
     assert kept(seg, 500.0) == (0, 500.0 - PRE_ROLL_MS)
+
+
+def test_a_turn_over_the_room_keeps_only_a_little_before_the_evidence():
+    # the VAD heard a television from 500 ms; the caller was louder than it from 2000 ms:
+    # the television's words ahead of theirs would be read as the start of their turn
+    from voices.background_voices import ROOM_LOOKBACK_MS
+
+    seg = _Segment(start_ms=500.0, room_suspect=True)
+    seg.accepted_ms = 2000.0
+    assert kept(seg, 500.0)[1] == 2000.0 - ROOM_LOOKBACK_MS
+    assert ROOM_LOOKBACK_MS < BARGE_IN_LOOKBACK_MS
+    # over the agent's voice and the room both: the echo's lookback (a masked first word)
+    seg.echo_suspect = True
+    assert kept(seg, 500.0)[1] == 2000.0 - BARGE_IN_LOOKBACK_MS

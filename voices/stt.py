@@ -165,6 +165,13 @@ def _repeats(text: str) -> bool:
     return any(pairs.count(pair) >= 3 for pair in set(pairs))
 
 
+def loops_or_repeats(raw: str) -> bool:
+    """Does whisper's text loop or say one phrase over again? Over a murmur it cannot
+    read (a television across the room) whisper does this; for the background-voices
+    judge (voices.background_voices)."""
+    return _loops(raw) or _repeats(clean_transcript(raw))
+
+
 class WhisperRecognizer:
     """faster-whisper, int8 on the CPU, decoding one utterance per call."""
 

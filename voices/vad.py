@@ -258,6 +258,12 @@ class SpeechSegmenter:
             return self._start(end_ms)
         return None
 
+    def audio_so_far(self) -> np.ndarray:
+        """The utterance in progress, pre-roll included (empty when none is)."""
+        if self._state != "speech" or not self._utterance:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(self._utterance)
+
     def finish(self, now_ms: float) -> SpeechEvent | None:
         """End the utterance in progress now (its pause already holds a complete
         answer): the same ``speech_ended`` the hold would have given, sooner."""

@@ -65,10 +65,12 @@ from ladder import (
     TurnStarted,
 )
 from ladder.flow.shared_intents import flow_intents
+from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
 from voices.end_of_turn import pending_slot
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
+from voices.vad import SpeechEvent
 
 from .secret_audio import SecretAudio
 from .text import TypedTurns
@@ -150,7 +152,11 @@ class _Segment:
     turn: tuple[str, int] | None = None  # set once it is a caller turn
     accepted_ms: float | None = None  # when the evidence made it one
     echo_suspect: bool = False  # began while the agent was audible
+    room_suspect: bool = False  # began once the room's voices were known (a television)
     ignored: str | None = None  # never a turn: why
+    next_check_ms: float = 0.0  # a turn still open then is checked for a reply
+    room: Any = None  # judged the room's, not the caller's (voices.background_voices.RoomVerdict)
+    last_loud_ms: float = 0.0  # over the room's voices: the caller's last frame louder than them
 
 
 @dataclass
@@ -219,6 +225,9 @@ class VoiceBackend:
         self._hold_extended = False  # this turn's pause holds a partial value
         self._spec: _Speculation | None = None
         self._frames_end_ms = 0.0  # the end of the last frame the VAD has seen
+        self.room = BackgroundVoices()  # a television, people talking in the room
+        self._room_evidence: deque[tuple[float, bool]] = deque(maxlen=EVIDENCE_WINDOW)
+        self._turn_level: dict[str, float | None] = {}  # turn -> its speech level, dBFS
 
     # -- wiring ----------------------------------------------------------------------
 
@@ -428,8 +437,15 @@ class VoiceBackend:
         if evidence is None:  # the agent is not audible: what the VAD calls speech is the caller
             evidence = self.segmenter.last_probability >= self.segmenter.threshold
         self._evidence.append((t_ms, evidence))
+        louder = self.room.louder_than_room(self.segmenter.level_dbfs)
+        self._room_evidence.append((t_ms, bool(louder) and self.segmenter.last_probability >= self.segmenter.threshold))
         if seg is not None and seg.turn is None and seg.ignored is None:
             self._maybe_accept(seg, t_ms)
+        elif seg is not None and seg.turn is not None and seg.room is None:
+            if seg.room_suspect and self._caller_over_room_ended(seg, bool(louder)):
+                return
+            if self._frames_end_ms >= seg.next_check_ms:
+                self._check_long_turn(seg)
         self.level_dbfs = self.segmenter.level_dbfs
 
     def _segment_started(self, event) -> None:
@@ -440,21 +456,35 @@ class VoiceBackend:
             return
         # with no speaker the microphone can hear (no canceller, no meter), there is no echo
         seg.echo_suspect = self.echo is not None and self.echo.agent_audible
-        if not seg.echo_suspect:
+        # once the room's voices are known, speech is the caller's only above them
+        seg.room_suspect = self.room.room_dbfs is not None
+        if not seg.echo_suspect and not seg.room_suspect:
             self._accept(seg, event.t_ms)
+        else:
+            self._maybe_accept(seg, event.t_ms)
 
     def _maybe_accept(self, seg: _Segment, now_ms: float) -> None:
         if self._input_failed:
             seg.ignored = "input_failed"
             return
-        strong = [t for t, e in self._evidence if e]
-        if len(strong) >= BARGE_IN_EVIDENCE:
-            self._accept(seg, now_ms, evidence_from=strong[0])
+        since: list[float] = []
+        if seg.echo_suspect:
+            strong = [t for t, e in self._evidence if e]
+            if len(strong) < BARGE_IN_EVIDENCE:
+                return
+            since.append(strong[0])
+        if seg.room_suspect:
+            louder = [t for t, loud in self._room_evidence if loud]
+            if len(louder) < ROOM_EVIDENCE_FRAMES:
+                return
+            since.append(louder[0])
+        self._accept(seg, now_ms, evidence_from=max(since))
 
     def _accept(self, seg: _Segment, now_ms: float, evidence_from: float | None = None) -> None:
         self._turns += 1
         seg.turn = (f"heard-{self._turns}", self._turns)
         seg.accepted_ms = evidence_from
+        seg.next_check_ms = max(seg.start_ms, evidence_from or seg.start_ms) + self.room.turn_bound_ms
         if self.echo is not None:
             self.echo.caller_active = True
         self._feed(TurnStarted(*seg.turn))
@@ -545,8 +575,11 @@ class VoiceBackend:
         audio = audio if audio is not None else np.zeros(0, np.float32)
         audio_from = speech_start_ms - PRE_ROLL_MS
         if seg.accepted_ms is not None:
-            # it began as the agent's own voice: keep from a little before the evidence
-            keep_from = seg.accepted_ms - BARGE_IN_LOOKBACK_MS
+            # it began as the agent's own voice, or the room's: keep from a little before
+            # the evidence (over the room, only a little: whisper reads the room's words
+            # ahead of the caller's as the start of the turn, "3 years now" for "yes, that's right")
+            lookback = BARGE_IN_LOOKBACK_MS if seg.echo_suspect else ROOM_LOOKBACK_MS
+            keep_from = seg.accepted_ms - lookback
             drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
             drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
             audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
@@ -563,7 +596,7 @@ class VoiceBackend:
         if seg is None:
             return
         if seg.turn is None:
-            why = seg.ignored or "echo"
+            why = seg.ignored or ("echo" if seg.echo_suspect else "background_voices")
             if why == "echo":
                 self.echo_rejected += 1
             if self.session is not None:
@@ -573,6 +606,10 @@ class VoiceBackend:
         self._feed(TurnEnded(turn, seq))
         audio, audio_from = self._turn_audio(seg, event.audio, event.speech_start_ms)
         self.secrets.turn(turn, audio_from, event.t_ms)
+        self._turn_level[turn] = speech_level_dbfs(audio)
+        if seg.room is not None:  # judged the room's while it ran: no words to read
+            self._room_turn(turn, seq, seg.room)
+            return
         latency = TurnLatency(turn, event.t_ms, audio_s=len(audio) / VAD_RATE, vad_speech_end=event.speech_end_ms)
         latency.end_of_turn = end_of_turn or ("partial_value_hold" if extended else "hold")
         end = audible_end(audio, VAD_RATE)
@@ -602,12 +639,101 @@ class VoiceBackend:
             return
         self.loop.call_soon_threadsafe(self._heard, turn, seq, recognition, latency)
 
+    # -- background voices (voices.background_voices) ------------------------------------
+
+    def _is_reply(self, text: str, intent: str | None) -> bool:
+        """Do the words hold something for the call: a value for the pending question
+        (a code, a yes or no, a number), or what the intent reader recognised?"""
+        if intent is not None:
+            return True
+        pending = self._pending_slot()
+        if pending is None or not text:
+            return False
+        from ladder.flow.text import answer_progress
+
+        slot_spec, partial = pending[0], pending[1]
+        return answer_progress(slot_spec.type, text, min_length=slot_spec.min_length, max_length=slot_spec.max_length,
+                               partial=partial) is not None
+
+    def _caller_over_room_ended(self, seg: _Segment, louder: bool) -> bool:
+        """A caller turn over the room's voices: the VAD hears the room on after the
+        caller stops, so the turn ends once the caller's frames (louder than the room)
+        have stopped for the end-of-speech hold, its audio cut a pre-roll after them."""
+        if louder:
+            seg.last_loud_ms = self._frames_end_ms
+            return False
+        seg.last_loud_ms = max(seg.last_loud_ms, seg.accepted_ms or seg.start_ms)
+        if self._frames_end_ms - seg.last_loud_ms < self.segmenter.end_of_speech_ms:
+            return False
+        event = self.segmenter.finish(self._frames_end_ms)
+        if event is None or event.audio is None:
+            return False
+        cut_at = seg.last_loud_ms + PRE_ROLL_MS
+        cut = max(0, int((event.audio_end_ms - cut_at) * VAD_RATE / 1000.0))
+        audio = event.audio[: len(event.audio) - cut] if cut else event.audio
+        event = SpeechEvent("speech_ended", event.t_ms, audio, speech_start_ms=event.speech_start_ms,
+                            speech_end_ms=seg.last_loud_ms, audio_end_ms=event.audio_end_ms - cut * 1000.0 / VAD_RATE)
+        self._segment_ended(event, end_of_turn="caller_over_room")
+        return True
+
+    def _check_long_turn(self, seg: _Segment) -> None:
+        """A caller turn still open after the bound: decode it so far; no reply in it, and
+        it is the room talking, not the caller (a television holds a turn open for as
+        long as the programme runs, and the ladder with it)."""
+        seg.next_check_ms = self._frames_end_ms + self.room.turn_bound_ms
+        audio = self.segmenter.audio_so_far()
+        self._stt.submit(self._decode_long_turn, seg, audio)
+
+    def _decode_long_turn(self, seg: _Segment, audio: np.ndarray) -> None:
+        """Worker thread."""
+        from voices.stt import RecognizerError
+
+        if self._segment is not seg:
+            return  # it ended meanwhile
+        try:
+            recognition = self.models.recognizer.transcribe(audio)
+        except RecognizerError:
+            return  # the turn's own decode reports a failing recognizer
+        self.loop.call_soon_threadsafe(self._long_turn_decoded, seg, recognition, speech_level_dbfs(audio))
+
+    def _long_turn_decoded(self, seg: _Segment, recognition, level: float | None) -> None:
+        if self._segment is not seg or seg.turn is None or self.segmenter is None:
+            return
+        intent = self.matcher.match(recognition.text)[0] if self.matcher is not None and recognition.text else None
+        verdict = self.room.judge(recognition.text, recognition.raw_text, level,
+                                  reply=self._is_reply(recognition.text, intent), at_bound=True)
+        if verdict is None:
+            return  # words for the call: the turn runs on, and is checked again a bound later
+        seg.room = verdict
+        event = self.segmenter.finish(self._frames_end_ms)
+        if event is not None:
+            self._segment_ended(event, end_of_turn="background_voices")
+
+    def _room_turn(self, turn: str, seq: int, verdict) -> None:
+        """A turn judged the room's: no usable words (the flow reads it as noise, L8)."""
+        level = self._turn_level.pop(turn, None)
+        self.room.learn_room(verdict.level_dbfs if verdict.level_dbfs is not None else level)
+        if self.session is not None:
+            self.session.note("background_voices", {"turn": turn, **verdict.as_dict(), "room_dbfs": round(self.room.room_dbfs, 1) if self.room.room_dbfs is not None else None})
+        self.on_line("caller", f"(background voices: {verdict.reason.replace('_', ' ')})")
+        self._feed(CallerUtterance(turn, seq, "", None, 0.0, f"background_voices:{verdict.reason}"))
+
     def _heard(self, turn: str, seq: int, recognition, latency: TurnLatency) -> None:
         assert self.session is not None
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
         intent, score = self.matcher.match(text) if text else (None, 0.0)
+        level = self._turn_level.get(turn)
+        reply = self._is_reply(text, intent)
+        verdict = self.room.judge(text, recognition.raw_text, level, reply=reply)
+        if verdict is not None:
+            self.secrets.heard(turn, text)  # a room misjudged may still have said a value
+            self._room_turn(turn, seq, verdict)
+            return
+        self._turn_level.pop(turn, None)
+        if reply:
+            self.room.learn_caller(level)
         self.on_line("caller", text or f"({recognition.reason})")
         self.secrets.heard(turn, text)
         self._answering = latency

@@ -1,0 +1,156 @@
+"""Background voices are not the caller: a television or people talking in the room.
+
+A television murmuring under a caller who says nothing reaches the microphone as speech:
+the VAD opens a caller turn and holds it open for as long as the programme runs (no
+reminder comes: the caller is "speaking"), and whisper writes its words, or loops on
+them ("I'm a young man, I'm a young man, ..."), which an intent reader may take for a
+request. What tells the room from the caller, within one call:
+
+- **a loop**: whisper repeating a phrase is a murmur it cannot read, not words said;
+- **the turn's length**: a turn still open after `turn_bound_ms` whose words so far
+  hold no value for the question and nothing the reader recognises is not an answer
+  being given (a caller asked for a code does not talk for ten seconds without one),
+  and waiting for it to end would stall the ladder for as long as the room talks;
+- **the level**: the caller's own turns (those read as a reply) set the caller's level;
+  a turn far quieter than it (`below_caller_db`) holding no reply is the room;
+- **the same again**: before the caller has replied at all there is no caller's level;
+  a second long run of words with no reply (`ROOM_WORDS` or more), at the level of the
+  first (within `SAME_SOURCE_DB`) and with no reply between them, is one source talking
+  on regardless (a programme between its pauses), not a caller answering the agent (the
+  first was read as unclear, a "sorry?", as any caller's would be);
+- once a turn is judged the room's, its level is the room's: a later stretch of speech
+  becomes a caller turn only on frames clearly louder than the room (`above_room_db`),
+  as the echo gate asks of speech heard over the agent's own voice.
+
+A turn judged so reaches the core as a turn with no usable words (reason
+`background_voices:<why>`), which the flow reads as noise (L8): the window resumes, a
+reminder it cut is requested again, a question it kept from playing is asked. What was
+judged, and on what evidence, is journaled (`background_voices`).
+
+Pure: levels in dBFS and words in, verdicts out; the backends measure and act.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from statistics import median
+
+import numpy as np
+
+# a turn open this long with no reply in its words so far is checked, then every bound
+TURN_BOUND_MS = 10_000.0
+# the room is quieter than the caller by at least this much (a television across the
+# room against a caller at the handset: 10-20 dB; a caller's own turns vary by 6 dB or so)
+BELOW_CALLER_DB = 12.0
+# once the room's level is known, speech becomes a caller turn only on frames this much
+# louder than it (the caller over the television)
+ABOVE_ROOM_DB = 8.0
+ROOM_EVIDENCE_FRAMES = 3  # frames (about 32 ms each) louder than the room, as the echo gate asks
+# a caller turn over the room keeps this much before its first frame louder than the room
+# (a word's onset is under the room for a frame or two; more, and whisper reads the
+# room's words as the turn's start)
+ROOM_LOOKBACK_MS = 250.0
+CALLER_TURNS_KEPT = 5  # the caller's level: the median of their latest replies
+ROOM_WORDS = 8  # a run of words this long with no reply in it, twice, is one source talking on
+SAME_SOURCE_DB = 4.0  # two turns this close in level may be one source
+
+LOOP = "loop"
+LONG_TURN = "long_turn_no_reply"
+QUIETER = "quieter_than_caller"
+AGAIN = "no_reply_again"
+
+
+def speech_level_dbfs(audio: np.ndarray, rate: int = 16_000) -> float | None:
+    """The level of the speech in `audio`: the RMS, in dBFS, of its 30 ms frames within
+    20 dB of its loudest (the voiced part, not the pauses between words); None for
+    silence."""
+    x = np.asarray(audio, dtype=np.float64).reshape(-1)
+    win = max(1, int(rate * 0.03))
+    n = len(x) // win
+    if n == 0:
+        return None
+    power = np.mean(x[: n * win].reshape(n, win) ** 2, axis=1)
+    if float(power.max()) <= 1e-12:
+        return None
+    voiced = power[power >= float(power.max()) * 10 ** (-20.0 / 10.0)]
+    return float(10.0 * np.log10(float(np.mean(voiced))))
+
+
+@dataclass
+class RoomVerdict:
+    """Why a caller turn was judged the room's, with the evidence, for the journal."""
+
+    reason: str
+    level_dbfs: float | None
+    caller_dbfs: float | None
+    words: int
+
+    def as_dict(self) -> dict:
+        return {
+            "reason": self.reason,
+            "level_dbfs": None if self.level_dbfs is None else round(self.level_dbfs, 1),
+            "caller_dbfs": None if self.caller_dbfs is None else round(self.caller_dbfs, 1),
+            "words": self.words,
+        }
+
+
+@dataclass
+class BackgroundVoices:
+    """One call's evidence of what is the caller and what is the room."""
+
+    turn_bound_ms: float = TURN_BOUND_MS
+    below_caller_db: float = BELOW_CALLER_DB
+    above_room_db: float = ABOVE_ROOM_DB
+    room_dbfs: float | None = None  # the loudest turn judged the room's
+    _caller: deque = field(default_factory=lambda: deque(maxlen=CALLER_TURNS_KEPT))
+    _unreplied: float | None = None  # the level of the last long run of words with no reply
+
+    @property
+    def caller_dbfs(self) -> float | None:
+        return median(self._caller) if self._caller else None
+
+    def judge(self, words: str, raw: str, level_dbfs: float | None, *, reply: bool, at_bound: bool = False) -> RoomVerdict | None:
+        """Is this turn the room's? `words`: what was heard (noise markers dropped);
+        `raw`: whisper's text as it came (a loop shows there); `reply`: the words hold a
+        value for the pending question or something the intent reader recognises;
+        `at_bound`: the turn is still open after `turn_bound_ms`."""
+        from voices.stt import loops_or_repeats
+
+        caller = self.caller_dbfs
+        verdict = None
+        if not reply:
+            if raw.strip() and loops_or_repeats(raw):
+                verdict = LOOP
+            elif at_bound:
+                verdict = LONG_TURN
+            elif caller is not None and level_dbfs is not None and level_dbfs < caller - self.below_caller_db:
+                verdict = QUIETER
+            elif (caller is None and self._unreplied is not None and level_dbfs is not None
+                  and len(words.split()) >= ROOM_WORDS and abs(level_dbfs - self._unreplied) <= SAME_SOURCE_DB):
+                verdict = AGAIN
+        if verdict is None:
+            if not reply and not at_bound and level_dbfs is not None and len(words.split()) >= ROOM_WORDS:
+                self._unreplied = level_dbfs
+            return None
+        return RoomVerdict(verdict, level_dbfs, caller, len(words.split()))
+
+    def learn_caller(self, level_dbfs: float | None) -> None:
+        """A turn read as a reply: the caller's own level."""
+        self._unreplied = None
+        if level_dbfs is not None:
+            self._caller.append(level_dbfs)
+
+    def learn_room(self, level_dbfs: float | None) -> None:
+        """A turn judged the room's: the room is at least this loud."""
+        if level_dbfs is not None:
+            self.room_dbfs = level_dbfs if self.room_dbfs is None else max(self.room_dbfs, level_dbfs)
+
+    def louder_than_room(self, frame_dbfs: float) -> bool | None:
+        """Is a frame clearly the caller over the room? None: no room level known yet."""
+        if self.room_dbfs is None:
+            return None
+        return frame_dbfs >= self.room_dbfs + self.above_room_db
+
+
+__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "BackgroundVoices", "RoomVerdict", "speech_level_dbfs"]
