@@ -110,6 +110,12 @@ def test_a_call_on_twilio_media_streams_reads_the_code_back_and_replays_clean(lo
     assert figures["marks_echoed"] == figures["received"]["mark"]
     assert all(lag >= 0 for lag in figures["played_after_bot_stopped_ms"])
     assert figures["heard_s"] == pytest.approx(sum(len(pcm) for _, pcm in phone.played) / 2 / 8000, abs=0.01)
+    # the caller's wait at the phone, from the end of the code as sent to the read-back heard
+    (wait_ms,) = figures["caller_waits_ms"]
+    assert wait_ms is not None and 0 < wait_ms < 10_000, figures
+    assert 0 <= figures["caller_started_ms"] < starts[0]  # the phone was on before the greeting
+    print("caller's wait at the phone after the code:", wait_ms, "ms; the phone still played",
+          figures["played_after_bot_stopped_ms"], "ms after each bot stop")
     assert session.closed.is_set()
 
 

@@ -218,6 +218,12 @@ def rehearse(
     if gaps:  # each turn's wait was shown as it happened; the call's, in one line
         print_text(f"caller's wait over {len(gaps)} answered turns{' (on the line)' if key != 'perceived_gap_ms' else ''}: "
                    f"median {statistics.median(gaps) / 1000:.2f} s, longest {max(gaps) / 1000:.2f} s")
+    carrier = getattr(the_backend, "carrier", None)
+    if carrier is not None:  # on a phone: the wait at the caller's ear, measured by the phone
+        at_phone = [w for w in carrier.phone.caller_waits_ms() if w is not None]
+        if at_phone:
+            print_text(f"caller's wait at the phone over {len(at_phone)} answered utterances: "
+                       f"median {statistics.median(at_phone) / 1000:.2f} s, longest {max(at_phone) / 1000:.2f} s")
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
 
 

@@ -177,7 +177,11 @@ class PipecatBackend(FrameworkBackend):
     async def close(self) -> None:
         if self.carrier is not None:
             if self.session is not None and not self.session.closed.is_set():
-                self.session.note("twilio_call", self.carrier.figures())
+                figures = self.carrier.figures()
+                started = self.carrier.phone.started_at  # the phone's first media message, on the journal's clock
+                if started is not None:
+                    figures["caller_started_ms"] = round(self.session.now_ms() + (started - asyncio.get_running_loop().time()) * 1000.0, 1)
+                self.session.note("twilio_call", figures)
             await self.carrier.hang_up()  # `stop`, as Twilio says when the caller hangs up
         if self._worker is not None and self._run is not None and not self._run.done():
             await self._worker.cancel()

@@ -24,7 +24,18 @@ Pipecat 1.14's serializer and transport send no marks and read none back, so the
 speaking frames follow what the transport sent, not what the phone played. `PlayedMarks`
 sends a mark each time the transport reports the bot stopped speaking; the phone's echo
 says how much of the prompt it still had to play then (the journal's `twilio_call`
-observation, at the end of the call).
+observation, at the end of the call, with the caller's wait at the phone after each
+utterance in the recording).
+
+What this shape does to the audio (soxr 1.0's stream resampler, VHQ, as the serializer
+makes it): it hands its output over in blocks, about 95 ms at a time from 8 to 16 kHz
+and about 150 ms at a time from piper's 22.05 kHz to 8 kHz. The agent hears the caller
+about 100 ms after the phone sent it; the phone hears a prompt about 140 ms after the
+transport reports the bot started speaking, and is still playing it 0.1-0.3 s after the
+report that it stopped (so the listening window arms that much before the caller has
+heard the prompt end). The last block of each prompt (75-165 ms, piper's trailing
+silence as a rule) stays in the resampler and is cleared, unsent, once it has been idle
+for 0.2 s.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.serializers.twilio import TwilioFrameSerializer
 from pipecat.transports.websocket.server import SingleClientWebsocketServerParams, SingleClientWebsocketServerTransport
 
+from voices.backends.recorded_wait import AUDIBLE, gaps_from_audio
 from voices.line import g711
 
 PHONE_RATE = 8000
@@ -52,6 +64,7 @@ PIPELINE_RATE = 16_000  # what whisper and the VAD hear
 HOST = "127.0.0.1"
 SILENCE = b"\xff" * PACKET  # mu-law's zero
 TELEPHONY = ("twilio",)  # what --telephony takes
+UTTERANCE_GAP_S = 0.7  # a pause this long in the caller's recording ends an utterance
 
 
 def free_port(host: str = HOST) -> int:
@@ -77,9 +90,11 @@ class TwilioPhone:
     def __init__(self, caller: Path, *, stream_sid: str, call_sid: str, account_sid: str) -> None:
         self.stream_sid, self.call_sid, self.account_sid = stream_sid, call_sid, account_sid
         audio = read_caller_8k(caller)
+        self._audio = audio
         self._ulaw = g711.encode(g711.pcm16(audio)).tobytes()
         self.duration_s = audio.size / PHONE_RATE
         self.started_at: float | None = None  # loop time of the first media message
+        self.hung_up_at: float | None = None
         self.played: list[tuple[float, bytes]] = []  # (loop time, pcm16 at 8 kHz) as played
         self.played_rate = PHONE_RATE
         self.on_played = lambda loop_time, pcm16: None  # what the caller heard (out.wav)
@@ -117,6 +132,8 @@ class TwilioPhone:
 
     async def hang_up(self) -> None:
         """`stop`, then the socket closed."""
+        if self.started_at is not None and self.hung_up_at is None:
+            self.hung_up_at = asyncio.get_running_loop().time()
         tasks = [*self._tasks, *self._echoes]
         for task in tasks:
             task.cancel()
@@ -252,6 +269,29 @@ class TwilioPhone:
             until = at + len(piece) / PHONE_RATE
             await asyncio.sleep(max(0.0, until - loop.time()))
 
+    def speech_ends_s(self) -> list[float]:
+        """Where each utterance in the caller's recording ends (s from its start): the
+        last 10 ms louder than AUDIBLE (RMS) before 0.7 s that are not."""
+        frame = PHONE_RATE // 100
+        n = self._audio.size // frame
+        rms = np.sqrt(np.mean(self._audio[:n * frame].reshape(n, frame) ** 2, axis=1))
+        loud = np.flatnonzero(rms >= AUDIBLE)
+        if not loud.size:
+            return []
+        breaks = np.flatnonzero(np.diff(loud) > UTTERANCE_GAP_S * 100)
+        return [(int(loud[i]) + 1) / 100 for i in [*breaks, loud.size - 1]]
+
+    def caller_waits_ms(self) -> list[float | None]:
+        """The caller's wait at the phone after each utterance sent so far: from its last
+        audible sample to the first audible sample the phone played after it (None: none
+        before the next utterance ended)."""
+        if self.started_at is None:
+            return []
+        now = self.hung_up_at if self.hung_up_at is not None else asyncio.get_running_loop().time()
+        ends = [(self.started_at + end) * 1000.0 for end in self.speech_ends_s() if self.started_at + end < now]
+        played = [(t * 1000.0, np.frombuffer(pcm, np.int16).astype(np.float32) / 32768.0, PHONE_RATE) for t, pcm in self.played]
+        return gaps_from_audio(ends, played)
+
     def figures(self) -> dict:
         """The call as the phone saw it, for the journal."""
         lags = [round((m["echoed"] - m["received"]) * 1000.0, 1) for m in self.marks if m["echoed"] is not None]
@@ -262,6 +302,10 @@ class TwilioPhone:
             # how much the phone still had to play when Pipecat reported the bot stopped
             "played_after_bot_stopped_ms": lags,
             "clears": [{"dropped_s": round(c["dropped_s"], 3)} for c in self.clears],
+            # what the phone has still to play now (at the end of the call: what hanging up cuts)
+            "queued_s": round(sum(len(item) for item in self._queue if isinstance(item, bytes)) / PHONE_RATE, 3),
+            # from the end of each utterance the phone sent to the first audible sample it played after
+            "caller_waits_ms": self.caller_waits_ms(),
             "problems": self.problems[:10],
         }
 
