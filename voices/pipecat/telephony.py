@@ -102,7 +102,7 @@ class TwilioPhone:
         self.received: Counter[str] = Counter()
         self.marks: list[dict] = []  # {"name", "received", "echoed"} (loop times)
         self.clears: list[dict] = []  # {"at", "dropped_s"}
-        self.problems: list[str] = []  # what the agent sent that Twilio would not take
+        self.problems: list[str] = []  # what Twilio would not take from the agent, or the stream closing under the phone
         self._queue: deque[bytes | dict] = deque()  # audio to play, and marks behind it
         self._more = asyncio.Event()
         self._seq = 0
@@ -134,10 +134,10 @@ class TwilioPhone:
         """`stop`, then the socket closed."""
         if self.started_at is not None and self.hung_up_at is None:
             self.hung_up_at = asyncio.get_running_loop().time()
-        tasks = [*self._tasks, *self._echoes]
-        for task in tasks:
+        for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._echoes, return_exceptions=True)  # a mark played is echoed before `stop`
         self._tasks = []
         if self._ws is None:
             return
