@@ -121,3 +121,20 @@ def test_help_examples_fit_an_80_column_terminal():
     [i] = printf
     assert "lull rehearse --backend text --headless" in lines[i]  # the whole example on one line
     assert "\\n" in lines[i]  # the newlines it pipes are written as \n, not broken lines
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--backend", "pipecat", "--telephony", "foo"], ["--telephony foo: expected twilio"]),
+    (["--backend", "file", "--telephony", "twilio"],
+     ["--telephony twilio: only the pipecat backend runs a telephony transport", "not --backend file"]),
+    (["--backend", "text", "--telephony", "twilio"], ["not --backend text"]),
+    (["--backend", "pipecat", "--telephony", "twilio", "--no-caller"], ["--telephony twilio needs --caller caller.wav"]),
+], ids=["unknown carrier", "file backend", "text backend", "no caller"])
+def test_rehearse_refuses_telephony_it_cannot_run_before_any_model_loads(tmp_path, args, says):
+    caller = tmp_path / "caller.wav"
+    soundfile.write(caller, np.zeros(1600, np.float32), 16000)
+    journal = tmp_path / "take"
+    with_caller = [] if "--no-caller" in args else ["--caller", str(caller)]
+    args = [a for a in args if a != "--no-caller"]
+    one_error_line(lull("rehearse", *args, *with_caller, "--headless", "--journal", str(journal)), *says)
+    assert not journal.exists()

@@ -78,6 +78,7 @@ def rehearse(
     line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost, concealed by the last one (default 0).")] = None,
     line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter (mean transit variation), absorbed by a fixed jitter buffer that adds latency (default 0).")] = None,
     line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line's noise, losses and jitter (default 0); the same seed, the same audio.")] = None,
+    telephony: Annotated[str | None, typer.Option("--telephony", metavar="twilio", help="pipecat backend with --caller: the caller on a Twilio Media Stream (8 kHz mu-law over a websocket on 127.0.0.1), through Pipecat's websocket server transport and TwilioFrameSerializer; out.wav is what the phone played (8 kHz).")] = None,
 ) -> None:
     """Rehearse a flow live in the console (or --headless: print the event stream).
 
@@ -90,6 +91,7 @@ def rehearse(
       lull rehearse --backend file --caller caller.wav --headless --journal t2
       lull rehearse --backend file --caller caller.wav --line pstn --line-loss 0.02 --headless
       lull rehearse --backend pipecat --caller caller.wav --headless --journal t3
+      lull rehearse --backend pipecat --telephony twilio --caller c.wav --headless
       lull rehearse --backend livekit --caller caller.wav --headless --journal t4
       printf 'hold on\\n4821\\nyes\\n' | lull rehearse --backend text --headless
     """
@@ -104,6 +106,7 @@ def rehearse(
     if backend == "file" and caller is None:
         fail("--backend file needs --caller caller.wav (the caller's audio)")
     line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed, backend)
+    check_telephony(telephony, backend, caller)
     if backend == "livekit":
         try:
             from voices.livekit import quiet_livekit_logs
@@ -141,7 +144,7 @@ def rehearse(
     if chosen != "text":
         _start_matcher_build(compiled)  # in a thread, while whisper and piper load
     the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec,
-                                keep_secret_audio=keep_secret_audio, line=line_settings)
+                                keep_secret_audio=keep_secret_audio, line=line_settings, telephony=telephony)
     if keep_secret_audio and journal is not None and chosen != "text":
         print_text("warning: --keep-secret-audio: mic.wav and out.wav will hold redacted values (the journal does not)", console=err)
     if not headless:
@@ -154,7 +157,7 @@ def rehearse(
             return _make_backend(
                 chosen, caller, None, input_device, output_device, voice, stt_model,
                 aec=not no_aec, keep_secret_audio=keep_secret_audio, models=getattr(the_backend, "models", None),
-                line=line_settings,
+                line=line_settings, telephony=telephony,
             )
 
         LullApp(
@@ -164,6 +167,9 @@ def rehearse(
         return
     if notice:
         print_text(notice, console=err)
+    if telephony is not None:
+        print_text(f"on a {telephony} media stream: Pipecat's websocket server transport and TwilioFrameSerializer "
+                   "on 127.0.0.1, a local phone playing the caller (8 kHz mu-law, 20 ms messages)", console=err)
     if line_settings is not None:
         described = the_backend.line.describe()
         print_text(f"on a {line_settings.kind} line: 8 kHz G.711 mu-law, noise {line_settings.noise_dbfs:g} dBFS, "
@@ -212,6 +218,12 @@ def rehearse(
     if gaps:  # each turn's wait was shown as it happened; the call's, in one line
         print_text(f"caller's wait over {len(gaps)} answered turns{' (on the line)' if key != 'perceived_gap_ms' else ''}: "
                    f"median {statistics.median(gaps) / 1000:.2f} s, longest {max(gaps) / 1000:.2f} s")
+    carrier = getattr(the_backend, "carrier", None)
+    if carrier is not None:  # on a phone: the wait at the caller's ear, measured by the phone
+        at_phone = [w for w in carrier.phone.caller_waits_ms() if w is not None]
+        if at_phone:
+            print_text(f"caller's wait at the phone over {len(at_phone)} answered utterances: "
+                       f"median {statistics.median(at_phone) / 1000:.2f} s, longest {max(at_phone) / 1000:.2f} s")
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
 
 
@@ -237,6 +249,19 @@ def line_from_options(line, noise_dbfs, loss, jitter_ms, seed, backend: str | No
         return LineSettings(kind=line, **{k: v for k, v in settings.items() if v is not None})
     except LineError as exc:
         fail(str(exc))
+
+
+def check_telephony(telephony: str | None, backend: str, caller: Path | None) -> None:
+    """`--telephony`, refused in one line before any model loads unless it is a carrier
+    Lull knows, on the pipecat backend, with a recorded caller to put on the phone."""
+    if telephony is None:
+        return
+    if telephony != "twilio":  # voices.pipecat.telephony.TELEPHONY, without importing Pipecat
+        fail(f"--telephony {telephony}: expected twilio (Pipecat's TwilioFrameSerializer over a local websocket)")
+    if backend != "pipecat":
+        fail(f"--telephony {telephony}: only the pipecat backend runs a telephony transport (--backend pipecat --caller caller.wav), not --backend {backend}")
+    if caller is None:
+        fail(f"--telephony {telephony} needs --caller caller.wav (the recording the phone plays into the call)")
 
 
 def _check_caller_recording(caller: Path) -> None:
@@ -286,7 +311,7 @@ def _start_matcher_build(compiled) -> None:
 
 def _make_backend(
     chosen, caller, journal, input_device, output_device, voice, stt_model, aec=True, keep_secret_audio=False, models=None,
-    line=None,
+    line=None, telephony=None,
 ):
     from voices.backends.text import TextBackend
 
@@ -324,7 +349,7 @@ def _make_backend(
         from voices.pipecat.backend import PipecatBackend
 
         if caller is not None:
-            return PipecatBackend(models, caller, keep_secret_audio=keep_secret_audio)
+            return PipecatBackend(models, caller, keep_secret_audio=keep_secret_audio, telephony=telephony)
         try:  # no recorded caller: the microphone and speaker, checked before the call
             return PipecatBackend(models, input_device=resolve_device(input_device, "input"),
                                   output_device=resolve_device(output_device, "output"), aec=aec)

@@ -8,6 +8,8 @@
 - `turn_completion`: `lull_turn_completion()`, the LLM's turn-completion markers read
   by Lull with their timers handed to it; `scripted_llm`: `TableLLMService`, an LLM
   whose replies come from a table (rehearsing beside an LLM, offline);
+- `telephony`: the caller on a Twilio Media Stream, through Pipecat's websocket server
+  transport and TwilioFrameSerializer on 127.0.0.1 (`--telephony twilio`);
 - `backend`: `lull rehearse --backend pipecat`; `incidents`: `lull incidents run --via
   pipecat`, on `voices.virtual_loop`'s virtual-time event loop.
 """

@@ -5,6 +5,12 @@ pipeline.
       -> UserTurnProcessor -> LullProcessor (flow mode, bound to the session)
       -> LullPiperTTS -> ClockedSpeakerOutput | SpeakerOutput
 
+With `telephony="twilio"` the recorded caller is on a phone: Pipecat's websocket server
+transport with its TwilioFrameSerializer on 127.0.0.1, and a local Twilio Media Streams
+phone playing the recording into it (`voices.pipecat.telephony`):
+
+    transport.input() -> HeardTap -> VAD ... LullPiperTTS -> PlayedMarks -> transport.output()
+
 Pipecat's own VAD (Silero) and start strategies decide when the caller speaks; Lull's
 end of turn as the pipeline's stop strategy (`voices.pipecat.turns.LullTurnStop`)
 decides when they have finished, as on Lull's own backends; Lull's whisper and piper,
@@ -54,9 +60,13 @@ class PipecatBackend(FrameworkBackend):
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True,
-                 keep_secret_audio: bool = False, on_line: Callable[[str, str], None] | None = None) -> None:
+                 keep_secret_audio: bool = False, on_line: Callable[[str, str], None] | None = None,
+                 telephony: str | None = None) -> None:
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
+        `telephony="twilio"` (with `caller`): the caller on a Twilio Media Stream, through
+        Pipecat's TwilioFrameSerializer; mic.wav is what the server decoded from the phone
+        (16 kHz), out.wav what the phone played (8 kHz).
         A call with a journal folder records mic.wav and out.wav there, on the journal's
         clock (what the microphone heard and the speaker played; masked where a value is
         redacted, unless `keep_secret_audio`)."""
@@ -64,6 +74,10 @@ class PipecatBackend(FrameworkBackend):
         self.models = models
         self.keep_secret_audio = keep_secret_audio
         self.caller = None if caller is None else Path(caller)
+        if telephony is not None and (telephony != "twilio" or caller is None):
+            raise ValueError(f"telephony {telephony!r}: expected 'twilio', with a recorded caller")
+        self.telephony = telephony
+        self.carrier = None  # voices.pipecat.telephony.TwilioCarrier, with telephony
         self.input_device, self.output_device = input_device, output_device
         self.aec = aec
         self.echo: RoomEcho | None = None
@@ -73,11 +87,17 @@ class PipecatBackend(FrameworkBackend):
         self.pipeline_input: CallerFileInput | MicrophoneInput | None = None
         self._worker: PipelineWorker | None = None
         self._run: asyncio.Task | None = None
+        if telephony == "twilio":
+            transport = {
+                "transport": "SingleClientWebsocketServerTransport (127.0.0.1; a local Twilio Media Streams phone)",
+                "serializer": "TwilioFrameSerializer (8 kHz mu-law; auto_hang_up off)",
+            }
+        else:
+            transport = {"transport": "CallerFileInput/ClockedSpeakerOutput" if caller is not None else "MicrophoneInput/SpeakerOutput"}
         self.journal_header = {
             "source": "pipecat",
             "pipeline": {
-                "pipecat": version("pipecat-ai"), "mode": "flow",
-                "transport": "CallerFileInput/ClockedSpeakerOutput" if caller is not None else "MicrophoneInput/SpeakerOutput",
+                "pipecat": version("pipecat-ai"), "mode": "flow", **transport,
                 "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, LullTurnStop; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
                 **({} if caller is not None else {"aec": aec, "echo_gate": True}),
@@ -100,23 +120,36 @@ class PipecatBackend(FrameworkBackend):
         # the short window for a code or a yes/no, as Lull's own backends decode
         self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
         rate = self.models.voice.sample_rate
-        if self.caller is not None:
+        mic_rate, out_rate = 16_000, rate
+        if self.telephony == "twilio":
+            from .telephony import PHONE_RATE, TwilioCarrier
+
+            self.carrier = TwilioCarrier(self.caller, out_sample_rate=rate)
+            self.pipeline_input, self.output = self.carrier.input(), self.carrier.output()
+            out_rate = PHONE_RATE  # what the phone played
+        elif self.caller is not None:
             self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
             self.output = SpeakerOutput(self.output_device, rate, self.echo)
         if self.record_dir is not None:
-            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
+            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=mic_rate, out_rate=out_rate,
                                                   keep_secret_audio=self.keep_secret_audio)
-            self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
+            if self.carrier is not None:
+                self.carrier.heard.on_frame, self.carrier.phone.on_played = self.recordings.mic, self.recordings.out
+            else:
+                self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
+        heard, marks = ([self.carrier.heard], [self.carrier.marks]) if self.carrier is not None else ([], [])
         pipeline = Pipeline([
             self.pipeline_input,
+            *heard,
             VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=PAUSE_S))),
             self.stt,
             UserTurnProcessor(user_turn_strategies=lull_turns(self.processor)),
             self.processor,
             LullPiperTTS(self.models.voice),
+            *marks,
             self.output,
         ])
         self._worker = PipelineWorker(
@@ -133,6 +166,8 @@ class PipecatBackend(FrameworkBackend):
         await runner.add_workers(self._worker)
         self._run = asyncio.ensure_future(runner.run())
         await started.wait()  # the processor can push the first prompt
+        if self.carrier is not None:
+            await self.carrier.dial()  # the phone is on the line before the first prompt plays
 
     def set_end_of_speech(self, ms: float | None) -> None:
         """The active stages' hold, for the pipeline's stop strategy (LullTurnStop)."""
@@ -140,6 +175,14 @@ class PipecatBackend(FrameworkBackend):
             self.processor.set_end_of_speech(ms)
 
     async def close(self) -> None:
+        if self.carrier is not None:
+            if self.session is not None and not self.session.closed.is_set():
+                figures = self.carrier.figures()
+                started = self.carrier.phone.started_at  # the phone's first media message, on the journal's clock
+                if started is not None:
+                    figures["caller_started_ms"] = round(self.session.now_ms() + (started - asyncio.get_running_loop().time()) * 1000.0, 1)
+                self.session.note("twilio_call", figures)
+            await self.carrier.hang_up()  # `stop`, as Twilio says when the caller hangs up
         if self._worker is not None and self._run is not None and not self._run.done():
             await self._worker.cancel()
             try:
@@ -151,12 +194,22 @@ class PipecatBackend(FrameworkBackend):
 
     # -- what the console and headless runs ask of a backend ---------------------------
 
+    def media_line(self) -> str:
+        line = super().media_line()
+        if self.telephony == "twilio":
+            line += " · Twilio Media Stream (8 kHz mu-law, TwilioFrameSerializer) on 127.0.0.1"
+        return line
+
     @property
-    def caller_audio(self) -> CallerFileInput | None:
+    def caller_audio(self):  # noqa: ANN201  CallerFileInput, or the phone (started_at, duration_s)
+        if self.carrier is not None:
+            return self.carrier.phone
         return self.pipeline_input if isinstance(self.pipeline_input, CallerFileInput) else None
 
     @property
-    def speaker(self) -> ClockedSpeakerOutput | None:
+    def speaker(self):  # noqa: ANN201  ClockedSpeakerOutput, or the phone (played, played_rate)
+        if self.carrier is not None:
+            return self.carrier.phone
         return self.output if isinstance(self.output, ClockedSpeakerOutput) else None
 
 
