@@ -163,3 +163,79 @@ def test_a_television_under_a_silent_caller_never_holds_the_ladder_and_the_calle
     assert len(started) == 3, started
     replay = lull("sessions", "replay", str(take), timeout=120)
     assert replay.returncode == 0 and "CLEAN" in replay.stdout, replay.stdout + replay.stderr
+
+
+def tv_and_caller(models, path, tv_from: float, seconds: float, said: tuple[tuple[float, str], ...]):
+    from file_caller import speech
+
+    audio = np.zeros(int(seconds * 16000), np.float32)
+    audio[int(tv_from * 16000):] += television(seconds - tv_from, -32.0)
+    for at, words in said:
+        spoken = at_dbfs(speech(models, words), -20.0)
+        audio[int(at * 16000):int(at * 16000) + len(spoken)] += spoken
+    soundfile.write(path, audio, 16000)
+    return path
+
+
+def test_through_pipecat_the_room_is_judged_then_gated_and_the_caller_is_heard_over_it(models, tmp_path):
+    """The shipped flow through a real Pipecat pipeline (Silero, Lull's whisper and piper,
+    the room gate before the VAD), on virtual time."""
+    pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+    import asyncio
+
+    from sessions.flowfiles import load_flow
+    from sessions.journal import read_journal
+    from sessions.live import LiveSession
+    from sessions.replay import replay
+    from voices.pipecat.backend import PipecatBackend
+    from voices.virtual_loop import run_virtual
+
+    # the question ends about 8 s in; the television from 6 s; the caller answers at 30 s
+    caller = tv_and_caller(models, tmp_path / "caller.wav", 6.0, 60.0,
+                           ((30.0, "my code is four eight two one"), (38.0, "yes, that is right")))
+    folder = tmp_path / "call"
+    backend = PipecatBackend(models, caller)
+    lines: list[tuple[str, str]] = []
+    backend.on_line = lambda who, text: lines.append((who, text))
+
+    async def call() -> LiveSession:
+        session = LiveSession(load_flow("reference_code"), backend, journal_dir=folder, clock=asyncio.get_running_loop().time)
+        await session.start()
+        await asyncio.wait_for(session.closed.wait(), 90)
+        return session
+
+    session = run_virtual(call())
+    said = [text for who, text in lines if who == "agent"]
+    assert any("4821" in text or "4 8 2 1" in text for text in said), lines  # read back over the television
+    assert session.runtime.snapshot()["ladder"]["outcome"] == "completed", lines
+    journal = read_journal(folder / "journal.jsonl")
+    judged = [r for r in journal.records if r.get("kind") == "background_voices"]
+    assert judged and judged[0]["level_dbfs"] < -28.0, judged
+    heard = [r["event"] for r in journal.records if r.get("kind") == "caller_utterance"]
+    # before the code, no words of the television reached the flow as an intent or a value
+    code_at = next(i for i, e in enumerate(heard) if e["text"] and any(ch.isdigit() for ch in e["text"]))
+    assert all(e["intent"] is None for e in heard[:code_at]), heard
+    assert backend.processor.room.room_dbfs is not None
+    assert replay(folder).verdict == "CLEAN"
+
+
+@pytest.mark.parametrize("via", ["core", "pipecat", "livekit"])
+def test_the_room_holding_a_turn_past_the_window_gives_one_verdict_on_every_framework(via):
+    from pathlib import Path
+
+    from sessions.incidents import load_incident, run_incident
+
+    incident = load_incident(Path(__file__).parent / "incidents" / "background_voices_turn.json")
+    if via == "core":
+        outcome = run_incident(incident)
+    elif via == "pipecat":
+        pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+        from voices.pipecat.incidents import run_incident_via_pipecat
+
+        outcome, _ = run_incident_via_pipecat(incident)
+    else:
+        pytest.importorskip("livekit.agents", reason="the livekit extra is not installed")
+        from voices.livekit.incidents import run_incident_via_livekit
+
+        outcome, _ = run_incident_via_livekit(incident)
+    assert outcome.passed, outcome.failures

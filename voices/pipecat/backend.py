@@ -144,6 +144,7 @@ class PipecatBackend(FrameworkBackend):
         pipeline = Pipeline([
             self.pipeline_input,
             *heard,
+            self.processor.room_gate(),  # a television under the caller: kept from the VAD and STT once known
             VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=PAUSE_S))),
             self.stt,
             UserTurnProcessor(user_turn_strategies=lull_turns(self.processor)),

@@ -83,6 +83,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+
+import numpy as np
 from collections import deque
 from importlib.metadata import version
 from collections.abc import Callable
@@ -98,6 +100,7 @@ from pipecat.frames.frames import (
     EndWorkerFrame,
     FunctionCallInProgressFrame,
     FunctionCallResultFrame,
+    InputAudioRawFrame,
     InterruptionFrame,
     LLMFullResponseStartFrame,
     LLMMarkerResponseFrame,
@@ -139,7 +142,8 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
-from voices.end_of_turn import SlotAwareJudge
+from voices.background_voices import BackgroundVoices, speech_level_dbfs
+from voices.end_of_turn import SlotAwareJudge, pending_slot
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
@@ -147,6 +151,7 @@ from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, Model
 from .frames import LullEventFrame
 
 _LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
+_TURN_AUDIO_BLOCKS = 1500  # a turn's voiced audio kept for its level: 30 s of 20 ms blocks
 
 
 def _loop_clock() -> float:
@@ -237,6 +242,13 @@ class LullProcessor(FrameProcessor):
         self._tapped: deque[int] = deque(maxlen=32)
         self.notes: list[tuple[str, dict]] = []  # observations journaled (model readings)
         self._hold_note: dict | None = None  # the context message while the caller is held
+        # a television or people in the room (voices.background_voices): the caller's and
+        # the room's levels, this turn's voiced audio and when it started (loop ms)
+        self.room = BackgroundVoices()
+        self._turn_audio: list[np.ndarray] = []
+        self._turn_started_ms = 0.0
+        self._room_verdict = None  # this turn was judged the room's at the bound
+        self.turn_stop = None  # LullTurnStop, set by lull_turns: ends a turn the room held open
 
     # -- the clock -------------------------------------------------------------------
 
@@ -263,6 +275,9 @@ class LullProcessor(FrameProcessor):
         elif isinstance(frame, LullEventFrame):
             self._forget(frame.event)
             await self._feed(frame.event)
+        elif isinstance(frame, InputAudioRawFrame):
+            if self._caller_speaking and self._pipecat_turn_open and len(self._turn_audio) < _TURN_AUDIO_BLOCKS:
+                self._turn_audio.append(np.frombuffer(frame.audio, np.int16).astype(np.float32) / 32768.0)
         elif isinstance(frame, VADUserStartedSpeakingFrame):
             self._caller_speaking = True
             if self._pipecat_turn_open and self._seq in self._decided and self._session is None:
@@ -362,6 +377,7 @@ class LullProcessor(FrameProcessor):
     async def _turn_started(self) -> None:
         self._seq += 1
         self._user_words, self._user_stopped, self._interpreted = [], False, False
+        self._turn_audio, self._turn_started_ms, self._room_verdict = [], self._now(), None
         self._turn_words[self._seq] = self._user_words
         for old in [s for s in self._turn_words if s < self._seq - 8]:
             del self._turn_words[old]  # bounded: a decision that old is stale anyway
@@ -372,6 +388,83 @@ class LullProcessor(FrameProcessor):
         self._user_words.append(text)
         if self._user_stopped and not self._interpreted and not self._model_decides():
             await self._interpret()  # the words came after the stop
+        elif (self._session is not None and not self._user_stopped and self._room_verdict is None
+              and self._now() - self._turn_started_ms >= self.room.turn_bound_ms):
+            await self._check_long_turn()
+
+    # -- background voices (voices.background_voices) ------------------------------------
+
+    def _turn_level(self) -> float | None:
+        return speech_level_dbfs(np.concatenate(self._turn_audio)) if self._turn_audio else None
+
+    async def _is_reply(self, text: str) -> tuple[bool, str | None, float]:
+        """(the words hold a reply, the intent read, its score): a value for the pending
+        question, or what the reader recognised."""
+        intent, score = await self._read(text)
+        if intent is not None:
+            return True, intent, score
+        if self._session is None:
+            return False, None, score
+        from ladder.flow.text import answer_progress
+
+        pending = pending_slot(self._session.runtime)
+        if pending is None:
+            return False, None, score
+        slot, partial = pending[0], pending[1]
+        progress = answer_progress(slot.type, text, min_length=slot.min_length, max_length=slot.max_length, partial=partial)
+        return progress is not None, None, score
+
+    async def _check_long_turn(self) -> None:
+        """A caller turn still open past the bound: its words so far hold no reply, and
+        the room is talking, not the caller; Lull's stop strategy ends the turn."""
+        text = " ".join(w.strip() for w in self._user_words if w.strip())
+        reply = (await self._is_reply(text))[0] if text else False
+        verdict = self.room.judge(text, text, self._turn_level(), reply=reply, at_bound=True)
+        if verdict is None or self.turn_stop is None:
+            self._turn_started_ms = self._now()  # words for the call: checked again a bound later
+            return
+        self._room_verdict = verdict
+        await self.turn_stop.trigger_user_turn_stopped()
+
+    async def _room_turn(self, verdict) -> None:
+        """The turn was the room's: no usable words for the core (noise, L8)."""
+        turn, seq = self.turn_id(self._seq), self._seq
+        self.room.learn_room(verdict.level_dbfs)
+        data = {"turn": turn, **verdict.as_dict(), "room_dbfs": None if self.room.room_dbfs is None else round(self.room.room_dbfs, 1)}
+        if self._session is not None:
+            self._session.note("background_voices", data)  # flow mode: the live session's journal
+        else:
+            self._note("background_voices", data)
+        self.on_line("caller", f"(background voices: {verdict.reason.replace('_', ' ')})")
+        if self._session is not None:
+            await self._feed(CallerUtterance(turn, seq, "", None, 0.0, f"background_voices:{verdict.reason}"))
+        else:
+            await self._feed(TurnInterpreted(turn, seq, "noise"))
+
+    async def _judged_room(self, text: str) -> bool:
+        """Is the turn that ended the room's? If so it was fed as such. Flow mode only: in
+        ladder mode any words answer, and the pipeline's LLM reads the turn."""
+        if self._session is None:
+            return False
+        verdict = self._room_verdict
+        level = self._turn_level()
+        if verdict is None:
+            reply, _, _ = await self._is_reply(text) if text else (False, None, 0.0)
+            verdict = self.room.judge(text, text, level, reply=reply)
+            if verdict is None:
+                if reply:
+                    self.room.learn_caller(level)
+                return False
+        await self._room_turn(verdict)
+        return True
+
+    def room_gate(self) -> FrameProcessor:
+        """A processor to place before the VAD: once a turn was judged the room's (a
+        television), it passes the caller's frames, louder than the room, and silence for
+        the rest (voices.pipecat.room_gate.RoomGate)."""
+        from .room_gate import RoomGate
+
+        return RoomGate(self.room)
 
     def transcripts(self) -> FrameProcessor:
         """A processor to place before the pipeline's user aggregator, which keeps the
@@ -393,6 +486,8 @@ class LullProcessor(FrameProcessor):
     async def _interpret(self) -> None:
         self._interpreted = True
         text = " ".join(w.strip() for w in self._user_words if w.strip())
+        if await self._judged_room(text):
+            return
         if self._session is not None:
             await self._utterance(text)
             return

@@ -5,8 +5,10 @@ pipeline running a Lull flow.
 does (`voices.end_of_turn`): from the VAD's stop and the words of each segment, read
 against the question pending. A complete code ends the turn as soon as its words are
 in; part of one holds the turn open (a caller pausing between digits gives one answer);
-other words wait the stage's hold. `lull_turns(processor)` gives a `UserTurnProcessor`
-this stop strategy and Pipecat's own start strategies without their interruption.
+other words wait the stage's hold. `LullTurnStart` is Pipecat's VAD and transcription
+starts until the room's voices are known (a television: voices.background_voices), then
+the caller's frames louder than the room. `lull_turns(processor)` gives a
+`UserTurnProcessor` both, without Pipecat's interruption.
 """
 
 from __future__ import annotations
@@ -14,19 +16,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import numpy as np
 from pipecat.frames.frames import (
     Frame,
+    InputAudioRawFrame,
+    InterimTranscriptionFrame,
     STTMetadataFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnStartStrategy
 from pipecat.turns.user_start.transcription_user_turn_start_strategy import TranscriptionUserTurnStartStrategy
 from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnStartStrategy
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+from voices.background_voices import ROOM_EVIDENCE_FRAMES, BackgroundVoices
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, Verdict
 
 from .frames import WordsDecodingFrame
@@ -45,10 +52,49 @@ def lull_owns_barge_in() -> UserTurnStrategies:
 
 
 def lull_turns(processor) -> UserTurnStrategies:  # noqa: ANN001
-    """Lull's end of turn (`LullTurnStop`, reading `processor`'s pending question) and
-    Pipecat's start strategies without their interruption (as `lull_owns_barge_in`)."""
-    return UserTurnStrategies(start=_no_interruption_starts(),
-                              stop=[LullTurnStop(processor.end_of_turn, on_decision=processor.note_end_of_turn)])
+    """Lull's end of turn (`LullTurnStop`, reading `processor`'s pending question) and its
+    start (`LullTurnStart`: Pipecat's, without their interruption, until the room's voices
+    are known)."""
+    stop = LullTurnStop(processor.end_of_turn, on_decision=processor.note_end_of_turn)
+    processor.turn_stop = stop  # it ends a turn the room's voices held open
+    return UserTurnStrategies(start=[LullTurnStart(processor.room)], stop=[stop])
+
+
+class LullTurnStart(BaseUserTurnStartStrategy):
+    """A user turn starts when the VAD hears speech or the STT gives words (Pipecat's
+    VAD and transcription starts, without interruption: Lull owns barge-in), until a turn
+    was judged the room's (a television: `room`, voices.background_voices). From then on
+    the room talks on under the caller, so a turn starts only once the VAD hears speech
+    and `ROOM_EVIDENCE_FRAMES` audio frames are clearly louder than the room."""
+
+    def __init__(self, room: BackgroundVoices, **kwargs) -> None:
+        super().__init__(enable_interruptions=False, **kwargs)
+        self.room = room
+        self._vad = False
+        self._louder = 0
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        known = self.room.room_dbfs is not None
+        if isinstance(frame, VADUserStartedSpeakingFrame):
+            self._vad, self._louder = True, 0
+            if not known:
+                await self.trigger_user_turn_started()
+                return ProcessFrameResult.STOP
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            self._vad = False
+        elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and not known:
+            await self.trigger_user_turn_started()
+            return ProcessFrameResult.STOP
+        elif isinstance(frame, InputAudioRawFrame) and self._vad and known:
+            pcm = np.frombuffer(frame.audio, np.int16).astype(np.float64) / 32768.0
+            power = float(np.mean(pcm * pcm)) if pcm.size else 0.0
+            level = 10.0 * np.log10(power) if power > 1e-12 else -120.0
+            self._louder = self._louder + 1 if self.room.louder_than_room(level) else 0
+            if self._louder >= ROOM_EVIDENCE_FRAMES:
+                self._louder = 0
+                await self.trigger_user_turn_started()
+                return ProcessFrameResult.STOP
+        return ProcessFrameResult.CONTINUE
 
 
 class LullTurnStop(BaseUserTurnStopStrategy):
@@ -129,4 +175,4 @@ class LullTurnStop(BaseUserTurnStopStrategy):
             await self.task_manager.cancel_task(timer)
 
 
-__all__ = ["LullTurnStop", "lull_owns_barge_in", "lull_turns"]
+__all__ = ["LullTurnStart", "LullTurnStop", "lull_owns_barge_in", "lull_turns"]
