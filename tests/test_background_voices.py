@@ -177,24 +177,32 @@ def tv_and_caller(models, path, tv_from: float, seconds: float, said: tuple[tupl
     return path
 
 
-def test_through_pipecat_the_room_is_judged_then_gated_and_the_caller_is_heard_over_it(models, tmp_path):
-    """The shipped flow through a real Pipecat pipeline (Silero, Lull's whisper and piper,
-    the room gate before the VAD), on virtual time."""
-    pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+@pytest.mark.parametrize("framework", ["pipecat", "livekit"])
+def test_through_a_framework_the_room_is_judged_then_gated_and_the_caller_is_heard_over_it(models, tmp_path, framework):
+    """The shipped flow through a real Pipecat pipeline or LiveKit AgentSession (Silero,
+    Lull's whisper and piper, the room gate before the VAD), on virtual time."""
     import asyncio
 
     from sessions.flowfiles import load_flow
     from sessions.journal import read_journal
     from sessions.live import LiveSession
     from sessions.replay import replay
-    from voices.pipecat.backend import PipecatBackend
     from voices.virtual_loop import run_virtual
 
+    if framework == "pipecat":
+        pytest.importorskip("pipecat", reason="the pipecat extra is not installed")
+        from voices.pipecat.backend import PipecatBackend as Backend
+    else:
+        pytest.importorskip("livekit.agents", reason="the livekit extra is not installed")
+        from voices.livekit import quiet_livekit_logs
+        from voices.livekit.backend import LiveKitBackend as Backend
+
+        quiet_livekit_logs()
     # the question ends about 8 s in; the television from 6 s; the caller answers at 30 s
     caller = tv_and_caller(models, tmp_path / "caller.wav", 6.0, 60.0,
                            ((30.0, "my code is four eight two one"), (38.0, "yes, that is right")))
     folder = tmp_path / "call"
-    backend = PipecatBackend(models, caller)
+    backend = Backend(models, caller)
     lines: list[tuple[str, str]] = []
     backend.on_line = lambda who, text: lines.append((who, text))
 
@@ -215,7 +223,7 @@ def test_through_pipecat_the_room_is_judged_then_gated_and_the_caller_is_heard_o
     # before the code, no words of the television reached the flow as an intent or a value
     code_at = next(i for i, e in enumerate(heard) if e["text"] and any(ch.isdigit() for ch in e["text"]))
     assert all(e["intent"] is None for e in heard[:code_at]), heard
-    assert backend.processor.room.room_dbfs is not None
+    assert backend.adapter.room.room_dbfs is not None
     assert replay(folder).verdict == "CLEAN"
 
 
@@ -239,3 +247,11 @@ def test_the_room_holding_a_turn_past_the_window_gives_one_verdict_on_every_fram
 
         outcome, _ = run_incident_via_livekit(incident)
     assert outcome.passed, outcome.failures
+
+
+def test_a_frames_level_in_dbfs():
+    from voices.background_voices import frame_dbfs
+
+    tone = (0.1 * np.sin(2 * np.pi * 200 * np.arange(320) / 16000) * 32767).astype(np.int16)
+    assert frame_dbfs(tone.tobytes()) == pytest.approx(-23.0, abs=0.1)
+    assert frame_dbfs(bytes(640)) == -120.0

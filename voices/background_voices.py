@@ -70,11 +70,70 @@ def speech_level_dbfs(audio: np.ndarray, rate: int = 16_000) -> float | None:
     n = len(x) // win
     if n == 0:
         return None
-    power = np.mean(x[: n * win].reshape(n, win) ** 2, axis=1)
-    if float(power.max()) <= 1e-12:
+    return voiced_level_dbfs(np.mean(x[: n * win].reshape(n, win) ** 2, axis=1))
+
+
+def voiced_level_dbfs(power: np.ndarray) -> float | None:
+    """The RMS level, in dBFS, of the frames (given by their mean power) within 20 dB of
+    the loudest; None for silence."""
+    power = np.asarray(power, dtype=np.float64)
+    if not power.size or float(power.max()) <= 1e-12:
         return None
     voiced = power[power >= float(power.max()) * 10 ** (-20.0 / 10.0)]
     return float(10.0 * np.log10(float(np.mean(voiced))))
+
+
+# the room gate (for the frameworks, whose VAD and STT hear the microphone's frames):
+# once the room is known, the caller's frames and silence for the rest
+GATE_HANGOVER_MS = 600.0  # after the caller's last louder frame: the quiet sounds between and after words
+# before it, as well: a word's quiet onset ("th" of "that's") is under the room, and
+# whisper read "that's right" as "not right" without it; frames are held back this long
+# once the room is known (and only then), so the gate can look ahead
+GATE_LOOKAHEAD_MS = 100.0
+
+
+class RoomGate:
+    """16-bit frames in, the same frames out, in order: as they are until the room's level
+    is known; from then on held back `GATE_LOOKAHEAD_MS`, and passed where the caller
+    is within the look-ahead before or the hangover after, silence (of the same length)
+    for the rest. The caller is `ROOM_EVIDENCE_FRAMES` frames in a row clearly louder
+    than the room (a single frame is not: the programme's own peaks are)."""
+
+    def __init__(self, room: BackgroundVoices) -> None:
+        self.room = room
+        self._open_ms = 0.0  # the gate stays open this much longer
+        self._louder = 0  # frames in a row louder than the room
+        self._held: deque[tuple[bytes, float]] = deque()
+        self._held_ms = 0.0
+        self.gated_frames = 0  # frames passed as silence (the room alone)
+
+    def push(self, pcm16: bytes, ms: float) -> list[bytes]:
+        """One frame in (`ms` long); the frames due out now."""
+        if self.room.room_dbfs is None and not self._held:
+            return [pcm16]
+        self._louder = self._louder + 1 if self.room.louder_than_room(frame_dbfs(pcm16)) else 0
+        if self._louder >= ROOM_EVIDENCE_FRAMES:  # the caller: the frames held are their word's onset
+            self._open_ms = GATE_HANGOVER_MS + self._held_ms + ms
+        self._held.append((pcm16, ms))
+        self._held_ms += ms
+        out = []
+        while self._held and self._held_ms > GATE_LOOKAHEAD_MS:
+            held, held_ms = self._held.popleft()
+            self._held_ms -= held_ms
+            if self._open_ms > 0.0:
+                self._open_ms -= held_ms
+                out.append(held)
+            else:
+                self.gated_frames += 1
+                out.append(bytes(len(held)))
+        return out
+
+
+def frame_dbfs(pcm16: bytes) -> float:
+    """The RMS level of one block of 16-bit PCM, in dBFS (-120 for digital silence)."""
+    x = np.frombuffer(pcm16, np.int16).astype(np.float64) / 32768.0
+    power = float(np.mean(x * x)) if x.size else 0.0
+    return 10.0 * float(np.log10(power)) if power > 1e-12 else -120.0
 
 
 @dataclass
@@ -153,4 +212,5 @@ class BackgroundVoices:
         return frame_dbfs >= self.room_dbfs + self.above_room_db
 
 
-__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "BackgroundVoices", "RoomVerdict", "speech_level_dbfs"]
+__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "BackgroundVoices", "RoomGate", "RoomVerdict", "frame_dbfs",
+           "speech_level_dbfs", "voiced_level_dbfs"]

@@ -34,6 +34,19 @@ WORDS_WAIT_MS = 1000.0
 DECODE_WAIT_MS = 4500.0
 
 
+def holds_value(rt, text: str) -> bool:
+    """Do the words hold a value, or part of one, for the question pending in flow
+    runtime `rt` (a code, a yes or no, a number)? Free text: nothing says so."""
+    pending = pending_slot(rt)
+    if pending is None or not text:
+        return False
+    from ladder.flow.text import answer_progress
+
+    slot, partial = pending[0], pending[1]
+    return answer_progress(slot.type, text, min_length=slot.min_length, max_length=slot.max_length,
+                           partial=partial) is not None
+
+
 def pending_slot(rt):
     """(slot spec, slot's partial digits, complete_value_end_ms, partial_value_hold_ms)
     for the slot the pending question of a flow runtime waits for, or None."""
@@ -188,5 +201,6 @@ class TurnEnd:
 
 __all__ = [
     "COMPLETE_VALUE_END_MS", "DECODE_WAIT_MS", "END_OF_SPEECH_MS", "PARTIAL_VALUE_HOLD_MS", "SlotAwareJudge", "TurnEnd", "Verdict",
+    "holds_value",
     "pending_slot",
 ]

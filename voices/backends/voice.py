@@ -67,7 +67,7 @@ from ladder import (
 from ladder.flow.shared_intents import flow_intents
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
-from voices.end_of_turn import pending_slot
+from voices.end_of_turn import holds_value, pending_slot
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 from voices.vad import SpeechEvent
@@ -644,16 +644,7 @@ class VoiceBackend:
     def _is_reply(self, text: str, intent: str | None) -> bool:
         """Do the words hold something for the call: a value for the pending question
         (a code, a yes or no, a number), or what the intent reader recognised?"""
-        if intent is not None:
-            return True
-        pending = self._pending_slot()
-        if pending is None or not text:
-            return False
-        from ladder.flow.text import answer_progress
-
-        slot_spec, partial = pending[0], pending[1]
-        return answer_progress(slot_spec.type, text, min_length=slot_spec.min_length, max_length=slot_spec.max_length,
-                               partial=partial) is not None
+        return intent is not None or holds_value(getattr(self.session, "runtime", None), text)
 
     def _caller_over_room_ended(self, seg: _Segment, louder: bool) -> bool:
         """A caller turn over the room's voices: the VAD hears the room on after the

@@ -76,9 +76,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
+
+import numpy as np
 
 from ladder import (
     AskQuestion,
@@ -103,7 +106,8 @@ from ladder import (
 from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
-from voices.end_of_turn import SlotAwareJudge, TurnEnd
+from voices.background_voices import BackgroundVoices, voiced_level_dbfs
+from voices.end_of_turn import SlotAwareJudge, TurnEnd, holds_value
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, ModelDecision, ModelMeaning, core_events, observation
@@ -253,6 +257,13 @@ class LullLadder:
         self._reply_for: dict[int, int] = {}  # a reply's speech handle (id) -> the caller turn it reads
         self._hold_note: str | None = None  # the id of the context message while held
         self.notes: list[tuple[str, dict]] = []  # observations journaled (model readings)
+        # a television or people in the room (voices.background_voices), flow mode: the
+        # caller's and the room's levels; each frame's level (from `room_gate`) and when
+        # this turn started (loop time)
+        self.room = BackgroundVoices()
+        self._levels: deque[tuple[float, float]] = deque(maxlen=1500)  # (loop time, dBFS): 30 s of 20 ms frames
+        self._turn_started_at = 0.0
+        self._room_verdict = None  # this turn was judged the room's at the bound
 
     # -- attaching -------------------------------------------------------------------
 
@@ -342,6 +353,7 @@ class LullLadder:
             self._seq += 1
             self._caller_speaking = True
             self._user_words, self._user_stopped, self._interpreted = [], False, False
+            self._turn_started_at, self._room_verdict = self._loop_time(), None
             self._turn_words[self._seq] = self._user_words
             for old in [s for s in self._turn_words if s < self._seq - 8]:
                 del self._turn_words[old]  # bounded: a decision that old is stale anyway
@@ -350,6 +362,8 @@ class LullLadder:
                 self._turn_end = TurnEnd(self.judge.verdict)
                 self._turn_end.speech_started(self._now())
         elif ev.old_state == "speaking" and self._seq:
+            if self._room_verdict is not None and self._user_stopped:
+                return  # Lull ended this turn already: the room held it open past the bound
             self._caller_speaking = False
             self._stopped_seq = self._seq
             if self._turn_end is not None:
@@ -367,10 +381,67 @@ class LullLadder:
         if not ev.is_final or not ev.transcript.strip():
             return
         self._user_words.append(ev.transcript)
+        if (self._live is not None and not self._user_stopped and self._room_verdict is None
+                and (self._loop_time() - self._turn_started_at) * 1000.0 >= self.room.turn_bound_ms):
+            self._soon(self._check_long_turn(self._seq))
         if self._turn_end is not None:
             self._arm_turn_end(self._turn_end.words(self._now(), ev.transcript))
         elif self._user_stopped and not self._interpreted and not self._model_decides():
             self._soon(self._interpret())  # the words came after the turn ended
+
+    # -- background voices (voices.background_voices), flow mode ---------------------------
+
+    def room_gate(self, source):  # noqa: ANN001
+        """The session's audio input through the room gate: `session.input.audio =
+        lull.room_gate(session.input.audio)`. Once a turn was judged the room's (a
+        television), the caller's frames pass and silence for the rest; every frame's
+        level tells the adapter each turn's (voices.livekit.room_gate.RoomGatedAudio)."""
+        from .room_gate import RoomGatedAudio
+
+        return RoomGatedAudio(source, self.room, on_level=lambda at, dbfs: self._levels.append((at, dbfs)))
+
+    def _loop_time(self) -> float:
+        return self._loop.time() if self._loop is not None else 0.0
+
+    def _turn_level(self) -> float | None:
+        since = self._turn_started_at - 0.3  # the VAD speaks of speech a little after it began
+        return voiced_level_dbfs(np.array([10 ** (db / 10.0) for at, db in self._levels if at >= since]))
+
+    async def _is_reply(self, text: str) -> tuple[bool, str | None, float]:
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):
+            matcher = await asyncio.to_thread(matcher.get)
+        intent, score = await asyncio.to_thread(matcher.match, text)
+        reply = intent is not None or holds_value(self._live.runtime if self._live is not None else None, text)
+        return reply, intent, score
+
+    async def _check_long_turn(self, seq: int) -> None:
+        """A caller turn still open past the bound: no reply in its words so far, and it
+        is the room talking; the turn ends here, judged the room's."""
+        if seq != self._seq or self._user_stopped or self._room_verdict is not None:
+            return
+        text = " ".join(w.strip() for w in self._user_words if w.strip())
+        reply = (await self._is_reply(text))[0] if text else False
+        if seq != self._seq or self._user_stopped:
+            return
+        verdict = self.room.judge(text, text, self._turn_level(), reply=reply, at_bound=True)
+        if verdict is None:
+            self._turn_started_at = self._loop_time()  # words for the call: checked again a bound later
+            return
+        self._room_verdict = verdict
+        self._stop_turn_timer()
+        self._turn_end = None
+        self._end_turn()
+
+    def _room_turn(self, seq: int, verdict) -> None:  # noqa: ANN001
+        """The turn was the room's: no usable words for the flow (noise, L8)."""
+        turn = self.turn_id(seq)
+        self.room.learn_room(verdict.level_dbfs)
+        if self._live is not None:
+            self._live.note("background_voices", {"turn": turn, **verdict.as_dict(),
+                                                  "room_dbfs": None if self.room.room_dbfs is None else round(self.room.room_dbfs, 1)})
+        self.on_line("caller", f"(background voices: {verdict.reason.replace('_', ' ')})")
+        self._feed(CallerUtterance(turn, seq, "", None, 0.0, f"background_voices:{verdict.reason}"))
 
     # -- Lull's end of turn (end_of_turn=True) ----------------------------------------
 
@@ -467,15 +538,23 @@ class LullLadder:
         self._feed(TurnInterpreted(self.turn_id(seq), seq, intent, text if intent == "answer" else None))  # type: ignore[arg-type]
 
     async def _utterance(self, seq: int, text: str) -> None:
-        """Flow mode: the caller's words and the flow intent they match."""
+        """Flow mode: the caller's words and the flow intent they match, unless the turn
+        was the room's (voices.background_voices)."""
         turn = self.turn_id(seq)
+        if self._room_verdict is not None and seq == self._seq:
+            self._room_turn(seq, self._room_verdict)
+            return
         if not text:
             self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
-        matcher = self.matcher
-        if isinstance(matcher, BackgroundMatcher):
-            matcher = await asyncio.to_thread(matcher.get)
-        intent, score = await asyncio.to_thread(matcher.match, text)
+        reply, intent, score = await self._is_reply(text)
+        level = self._turn_level() if seq == self._seq else None
+        verdict = self.room.judge(text, text, level, reply=reply)
+        if verdict is not None:
+            self._room_turn(seq, verdict)
+            return
+        if reply:
+            self.room.learn_caller(level)
         self.on_line("caller", text)
         self._feed(CallerUtterance(turn, seq, text, intent, score))
 

@@ -122,7 +122,8 @@ class LiveKitBackend(FrameworkBackend):
             self.output = SpeakerAudio(self.output_device, rate, self.echo)
             self.output.open()  # the card runs from here on, as the canceller's far end needs
             self.input.open()
-        self.agent_session.input.audio = self.input
+        # a television under the caller: kept from the session's VAD and STT once known
+        self.agent_session.input.audio = self.adapter.room_gate(self.input)
         self.agent_session.output.audio = self.output
         if self.record_dir is not None:
             self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,

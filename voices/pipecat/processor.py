@@ -143,7 +143,7 @@ from ladder.effects import Effect
 from ladder.events import Event
 from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
 from voices.background_voices import BackgroundVoices, speech_level_dbfs
-from voices.end_of_turn import SlotAwareJudge, pending_slot
+from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
@@ -403,16 +403,7 @@ class LullProcessor(FrameProcessor):
         intent, score = await self._read(text)
         if intent is not None:
             return True, intent, score
-        if self._session is None:
-            return False, None, score
-        from ladder.flow.text import answer_progress
-
-        pending = pending_slot(self._session.runtime)
-        if pending is None:
-            return False, None, score
-        slot, partial = pending[0], pending[1]
-        progress = answer_progress(slot.type, text, min_length=slot.min_length, max_length=slot.max_length, partial=partial)
-        return progress is not None, None, score
+        return self._session is not None and holds_value(self._session.runtime, text), None, score
 
     async def _check_long_turn(self) -> None:
         """A caller turn still open past the bound: its words so far hold no reply, and
@@ -461,10 +452,10 @@ class LullProcessor(FrameProcessor):
     def room_gate(self) -> FrameProcessor:
         """A processor to place before the VAD: once a turn was judged the room's (a
         television), it passes the caller's frames, louder than the room, and silence for
-        the rest (voices.pipecat.room_gate.RoomGate)."""
-        from .room_gate import RoomGate
+        the rest (voices.pipecat.room_gate.RoomGateProcessor)."""
+        from .room_gate import RoomGateProcessor
 
-        return RoomGate(self.room)
+        return RoomGateProcessor(self.room)
 
     def transcripts(self) -> FrameProcessor:
         """A processor to place before the pipeline's user aggregator, which keeps the

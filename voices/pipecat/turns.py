@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-import numpy as np
 from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
@@ -33,7 +32,7 @@ from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnSta
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
-from voices.background_voices import ROOM_EVIDENCE_FRAMES, BackgroundVoices
+from voices.background_voices import ROOM_EVIDENCE_FRAMES, BackgroundVoices, frame_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, Verdict
 
 from .frames import WordsDecodingFrame
@@ -86,10 +85,7 @@ class LullTurnStart(BaseUserTurnStartStrategy):
             await self.trigger_user_turn_started()
             return ProcessFrameResult.STOP
         elif isinstance(frame, InputAudioRawFrame) and self._vad and known:
-            pcm = np.frombuffer(frame.audio, np.int16).astype(np.float64) / 32768.0
-            power = float(np.mean(pcm * pcm)) if pcm.size else 0.0
-            level = 10.0 * np.log10(power) if power > 1e-12 else -120.0
-            self._louder = self._louder + 1 if self.room.louder_than_room(level) else 0
+            self._louder = self._louder + 1 if self.room.louder_than_room(frame_dbfs(frame.audio)) else 0
             if self._louder >= ROOM_EVIDENCE_FRAMES:
                 self._louder = 0
                 await self.trigger_user_turn_started()
