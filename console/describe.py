@@ -76,6 +76,15 @@ TURN_ENDED = {
     "complete_value": "ended on a complete value",
     "partial_value_hold": "held longer for a partial value",
     "hold": "ended after the end-of-speech hold",
+    "caller_over_room": "ended when the caller's voice over the room's stopped",
+}
+
+# why a caller turn was judged the room's (voices.background_voices)
+ROOM_REASONS = {
+    "loop": "the recogniser looped on it",
+    "long_turn_no_reply": "still going after the turn bound, with no reply in it",
+    "quieter_than_caller": "far quieter than the caller's own turns, with no reply in it",
+    "no_reply_again": "a second long run of words at the same level, with no reply",
 }
 
 
@@ -109,7 +118,21 @@ def describe_observation(record: dict) -> str | None:
         return describe_end_of_turn(record)
     if kind == "turn_latency":
         return describe_turn_latency(record)
+    if kind == "background_voices":
+        return describe_background_voices(record)
     return None
+
+
+def describe_background_voices(record: dict) -> str:
+    """A caller turn judged the room's (a television), and on what evidence."""
+    why = record.get("reason")
+    level = record.get("level_dbfs")
+    caller = record.get("caller_dbfs")
+    said = ROOM_REASONS.get(why, str(why))
+    levels = f"; {level:.0f} dBFS" if isinstance(level, (int, float)) else ""
+    if isinstance(caller, (int, float)):
+        levels += f", the caller {caller:.0f} dBFS"
+    return f"turn {record.get('turn', '?')}: background voices, not the caller ({said}{levels})"
 
 
 def describe_end_of_turn(record: dict) -> str:

@@ -255,3 +255,15 @@ def test_a_frames_level_in_dbfs():
     tone = (0.1 * np.sin(2 * np.pi * 200 * np.arange(320) / 16000) * 32767).astype(np.int16)
     assert frame_dbfs(tone.tobytes()) == pytest.approx(-23.0, abs=0.1)
     assert frame_dbfs(bytes(640)) == -120.0
+
+
+def test_the_console_says_why_a_turn_was_the_rooms():
+    from console.describe import describe_observation
+
+    said = describe_observation({"kind": "background_voices", "turn": "heard-2", "reason": "quieter_than_caller",
+                                 "level_dbfs": -33.2, "caller_dbfs": -19.8, "words": 9})
+    assert said == ("turn heard-2: background voices, not the caller "
+                    "(far quieter than the caller's own turns, with no reply in it; -33 dBFS, the caller -20 dBFS)")
+    waited = describe_observation({"kind": "turn_latency", "turn": "heard-3", "perceived_gap_ms": 1064.0,
+                                   "end_of_turn": "caller_over_room", "hold_ms": 928.0})
+    assert "ended when the caller's voice over the room's stopped" in waited
