@@ -88,14 +88,28 @@ ROOM_REASONS = {
 }
 
 
+def reader_words(reader) -> str:  # noqa: ANN001
+    """What read a turn, as the console says it after the intent (voices.interpret.read_turn)."""
+    if not reader:
+        return ""
+    if reader == "classifier":
+        return ", the learned reader"
+    if reader == "route_words":
+        return ", the caller named what a route offers"
+    if str(reader).startswith("shape:"):
+        return f", a kept word shape: {str(reader).removeprefix('shape:').replace('_', ' ')}"
+    return f", {reader}"
+
+
 def how_read(record: dict) -> str:
     """What a turn's reading came from: the matcher's intent when that is what decided; a
     value the slot's parser found (a "yes" to a yes/no question reads as an answer, even
     when the matcher's nearest intent was backchannel); else the matcher's guess, unused."""
     reason, matched, score = record.get("reason"), record.get("matched"), record.get("score")
     shown = f" {score:.2f}" if isinstance(score, (int, float)) and not isinstance(score, bool) else ""
+    by = reader_words(record.get("reader"))
     if matched and (matched == reason or (reason == "route" and str(matched).startswith("route:"))):
-        return f" (intent {matched}{shown})"
+        return f" (intent {matched}{shown}{by})"
     if reason == "answer":
         return " (a value for the pending question)"
     return f" (the matcher's nearest intent, {matched}{shown}, was not used)" if matched else ""
@@ -270,8 +284,14 @@ def describe_input(event: dict) -> str:
     kind = event.get("kind", "?")
     rest = {k: v for k, v in event.items() if k != "kind" and v is not None}
     if kind == "caller_utterance":
-        intent = f" (intent {rest['intent']})" if rest.get("intent") else ""
-        return f"caller said “{rest.get('text', '')}”{intent}"
+        by = reader_words(rest.get("reader"))
+        if rest.get("intent"):
+            how = f" (intent {rest['intent']}{by})"
+        elif str(rest.get("reason", "")).startswith("background_voices:"):
+            how = " (background voices, not the caller)"
+        else:
+            how = f" (no intent{by})" if by else ""
+        return f"caller said “{rest.get('text', '')}”{how}"
     if kind == "timer_fired":
         return f"timer {rest.get('timer')} fired (gen {rest.get('generation')})"
     if kind in ("playback_started", "playback_completed", "playback_interrupted", "prompt_sent", "prompt_failed"):

@@ -253,6 +253,9 @@ class CallerUtterance(Event):
     score: float = 0.0
     # why there are no words, when there are none: "recognizer_empty" (no usable input)
     reason: str | None = None
+    # what read the words ("classifier", "shape:<name>", "route_words", "model", ...), so
+    # a designer sees why: None where the edge did not say
+    reader: str | None = None
 
 
 @dataclass(frozen=True)

@@ -199,3 +199,36 @@ def test_fetching_and_having(flow, text, picked, read):
 ])
 def test_asking_whether_it_is_needed(flow, text, picked, read):
     assert cues(flow).read(text, picked) == read
+
+
+def test_each_shape_names_itself_so_a_designer_sees_what_decided():
+    clinic = cues("clinic_checkin")
+    assert clinic.read_why("hang on the kettle's boiling", None) == ("wait_request", "wait_words")
+    assert clinic.read_why("can you hold on to my letter", "wait_request") == (None, "keeping_not_waiting")
+    assert clinic.read_why("there's no number on anything I've got", None) == ("route:no_ref", "lacks_the_value")
+    # the classifier's pick kept: no shape decided
+    assert clinic.read_why("hold on, I've found it", "ready") == ("ready", None)
+    assert clinic.read_why("", "ready") == ("ready", None)
+
+
+def test_what_read_a_turn_reaches_the_console():
+    from console.describe import describe, describe_input
+    from voices.interpret import read_turn
+
+    class Kind:  # a matcher with no explain: its kind names it
+        kind = "embedding"
+
+        def match(self, text):
+            return "ready", 0.8
+
+    assert read_turn(Kind(), "I'm back") == ("ready", 0.8, "embedding")
+    heard = {"effect": "Trace", "kind": "utterance", "reason": "wait_request", "matched": "wait_request", "score": 0.41,
+             "reader": "shape:wait_words"}
+    assert describe(heard) == "heard: wait_request (intent wait_request 0.41, a kept word shape: wait words)"
+    heard.update(reader="classifier", score=0.93)
+    assert describe(heard) == "heard: wait_request (intent wait_request 0.93, the learned reader)"
+    said = {"kind": "caller_utterance", "turn": "t", "seq": 1, "text": "hang on", "intent": "wait_request",
+            "score": 0.41, "reader": "shape:wait_words"}
+    assert describe_input(said) == "caller said “hang on” (intent wait_request, a kept word shape: wait words)"
+    assert describe_input({**said, "text": "", "intent": None, "reason": "background_voices:loop", "reader": None}) == \
+        "caller said “” (background voices, not the caller)"

@@ -542,10 +542,17 @@ class ClassifierMatcher:
     def match(self, text: str) -> tuple[str | None, float]:
         """The most probable intent and its probability, or (None, p) when unclear:
         "none" most probable, or the best intent below the threshold."""
+        intent, score, _ = self.explain(text)
+        return intent, score
+
+    def explain(self, text: str) -> tuple[str | None, float, str]:
+        """`match` and what decided it: "classifier" (the learned reader's probability),
+        "route_words" (the caller named what a route offers) or "shape:<name>" (a kept
+        word shape, ladder.flow.caller_cues, changed the classifier's pick)."""
 
         said = normalise(text)
         if not said or self.model is None:
-            return None, 0.0
+            return None, 0.0, "classifier"
         p = self.model.proba(self.featurise([said]))[0]
         best = int(np.argmax(p))
         name = decide(p, self._names, self.threshold)
@@ -553,15 +560,15 @@ class ClassifierMatcher:
             # unsure, or another route: a caller who names what one route offers asks for it
             named = named_route(said, self.route_cues)
             if named is not None and named != name and named in self.chosen_by_words and named in self._names:
-                return named, round(float(p[self._names.index(named)]), 3)
+                return named, round(float(p[self._names.index(named)]), 3), "route_words"
         if self.cues is not None:
-            cued = self.cues.read(text, name)
+            cued, shape = self.cues.read_why(text, name)
             if cued != name:
                 if cued is None:
-                    return None, round(float(p[:-1].max()), 3)
+                    return None, round(float(p[:-1].max()), 3), f"shape:{shape}"
                 if cued in self._names:
-                    return cued, round(float(p[self._names.index(cued)]), 3)
-        return name, round(float(p[best]) if name is not None else float(p[:-1].max()), 3)
+                    return cued, round(float(p[self._names.index(cued)]), 3), f"shape:{shape}"
+        return name, round(float(p[best]) if name is not None else float(p[:-1].max()), 3), "classifier"
 
 
 # Chosen by `cross_validate` (10-fold, stratified) on the reference_code flow's 131

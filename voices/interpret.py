@@ -261,6 +261,20 @@ class BackgroundMatcher:
     def match(self, text: str) -> tuple[str | None, float]:
         return self.get().match(text)
 
+    def explain(self, text: str) -> tuple[str | None, float, str]:
+        return read_turn(self.get(), text)
+
+
+def read_turn(matcher, text: str) -> tuple[str | None, float, str]:  # noqa: ANN001
+    """A turn's intent, its score and what decided it: the classifier's `explain`
+    ("classifier", "route_words", "shape:<name>"), or for a matcher without one its
+    kind ("embedding", "lexical"), so the journal and the console can say what read it."""
+    explain = getattr(matcher, "explain", None)
+    if explain is not None:
+        return explain(text)
+    intent, score = matcher.match(text)
+    return intent, score, getattr(matcher, "kind", None) or type(matcher).__name__
+
 
 _builds_lock = threading.Lock()
 _builds: dict[tuple, BackgroundMatcher] = {}  # the latest few, so a second ask shares the first build

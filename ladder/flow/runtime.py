@@ -365,6 +365,7 @@ class FlowRuntime:
             matched=event.intent,
             score=event.score,
             ladder_intent=intent,
+            **({"reader": event.reader} if event.reader else {}),
         )
         effects = self._to_ladder(
             TurnInterpreted(event.turn, event.seq, intent, value=value, route=route),  # type: ignore[arg-type]

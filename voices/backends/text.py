@@ -186,9 +186,11 @@ class TypedTurns:
 
     def _turn(self, matcher, text: str, seq: int, heard: Callable[[], None] | None) -> None:
         turn = f"{self._prefix}-{seq}"
-        intent, score = matcher.match(text) if text.strip() else (None, 0.0)
+        from voices.interpret import read_turn
+
+        intent, score, reader = read_turn(matcher, text) if text.strip() else (None, 0.0, None)
         if heard is not None:
             heard()
         self._feed(TurnStarted(turn, seq))
         self._feed(TurnEnded(turn, seq))
-        self._feed(CallerUtterance(turn, seq, text, intent, score))
+        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))

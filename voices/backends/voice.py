@@ -714,7 +714,9 @@ class VoiceBackend:
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
-        intent, score = self.matcher.match(text) if text else (None, 0.0)
+        from voices.interpret import read_turn
+
+        intent, score, reader = read_turn(self.matcher, text) if text else (None, 0.0, None)
         level = self._turn_level.get(turn)
         reply = self._is_reply(text, intent)
         verdict = self.room.judge(text, recognition.raw_text, level, reply=reply)
@@ -729,7 +731,7 @@ class VoiceBackend:
         self.secrets.heard(turn, text)
         self._answering = latency
         try:
-            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason))
+            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason, reader))
         finally:
             answered, self._answering = self._answering is None, None
         latency.decision = self.session.now_ms()

@@ -109,7 +109,7 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_inte
 from voices.background_voices import BackgroundVoices, voiced_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.interpret import BackgroundMatcher, make_matcher_soon
+from voices.interpret import BackgroundMatcher, make_matcher_soon, read_turn
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, ModelDecision, ModelMeaning, core_events, observation
 
 from .turns import LullTurnDetector
@@ -407,13 +407,15 @@ class LullLadder:
         since = self._turn_started_at - 0.3  # the VAD speaks of speech a little after it began
         return voiced_level_dbfs(np.array([10 ** (db / 10.0) for at, db in self._levels if at >= since]))
 
-    async def _is_reply(self, text: str) -> tuple[bool, str | None, float]:
+    async def _is_reply(self, text: str) -> tuple[bool, str | None, float, str]:
+        """(the words hold a reply, the intent read, its score, what read it): a value
+        for the pending question, or what the reader recognised."""
         matcher = self.matcher
         if isinstance(matcher, BackgroundMatcher):
             matcher = await asyncio.to_thread(matcher.get)
-        intent, score = await asyncio.to_thread(matcher.match, text)
+        intent, score, reader = await asyncio.to_thread(read_turn, matcher, text)
         reply = intent is not None or holds_value(self._live.runtime if self._live is not None else None, text)
-        return reply, intent, score
+        return reply, intent, score, reader
 
     async def _check_long_turn(self, seq: int) -> None:
         """A caller turn still open past the bound: no reply in its words so far, and it
@@ -547,7 +549,7 @@ class LullLadder:
         if not text:
             self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
-        reply, intent, score = await self._is_reply(text)
+        reply, intent, score, reader = await self._is_reply(text)
         level = self._turn_level() if seq == self._seq else None
         verdict = self.room.judge(text, text, level, reply=reply)
         if verdict is not None:
@@ -556,7 +558,7 @@ class LullLadder:
         if reply:
             self.room.learn_caller(level)
         self.on_line("caller", text)
-        self._feed(CallerUtterance(turn, seq, text, intent, score))
+        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))
 
     # -- the model's reading of the caller (W8) -----------------------------------------
 

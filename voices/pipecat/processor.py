@@ -145,7 +145,7 @@ from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_inte
 from voices.background_voices import BackgroundVoices, speech_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.interpret import BackgroundMatcher, make_matcher_soon
+from voices.interpret import BackgroundMatcher, make_matcher_soon, read_turn
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
 
 from .frames import LullEventFrame
@@ -249,6 +249,7 @@ class LullProcessor(FrameProcessor):
         self._turn_started_ms = 0.0
         self._room_verdict = None  # this turn was judged the room's at the bound
         self.turn_stop = None  # LullTurnStop, set by lull_turns: ends a turn the room held open
+        self._last_reading: tuple[str, tuple] | None = None  # (words, their reading)
 
     # -- the clock -------------------------------------------------------------------
 
@@ -468,11 +469,19 @@ class LullProcessor(FrameProcessor):
 
     async def _read(self, text: str) -> tuple[str | None, float]:
         """Lull's own reader on the words: (intent, score), off the loop."""
+        return (await self._reading(text))[:2]
+
+    async def _reading(self, text: str) -> tuple[str | None, float, str]:
+        """(intent, score, what read it: voices.interpret.read_turn), off the loop; the
+        latest words' reading is kept, so the room's check and the flow read them once."""
+        if self._last_reading is not None and self._last_reading[0] == text:
+            return self._last_reading[1]
         matcher = self.matcher
         if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
             matcher = await asyncio.to_thread(matcher.get)
-        intent, score = await asyncio.to_thread(matcher.match, text)  # an encoder's few ms, off the loop
-        return intent, score
+        reading = await asyncio.to_thread(read_turn, matcher, text)  # an encoder's few ms, off the loop
+        self._last_reading = (text, reading)
+        return reading
 
     async def _interpret(self) -> None:
         self._interpreted = True
@@ -538,12 +547,9 @@ class LullProcessor(FrameProcessor):
         if not text:
             await self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
-        matcher = self.matcher
-        if isinstance(matcher, BackgroundMatcher):
-            matcher = await asyncio.to_thread(matcher.get)
-        intent, score = await asyncio.to_thread(matcher.match, text)
+        intent, score, reader = await self._reading(text)
         self.on_line("caller", text)
-        await self._feed(CallerUtterance(turn, seq, text, intent, score))
+        await self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))
 
     # -- flow mode: the live session's edge (sessions.live.Backend) ----------------------
 
