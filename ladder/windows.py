@@ -8,7 +8,7 @@ controller's, set up in its __init__); pure like the rest of the core."""
 from __future__ import annotations
 
 from .events import TIMER_KINDS, TimerFired
-from .policy import digits_heard, drop_placeholders
+from .policy import SLOT_PLACEHOLDER, digits_heard, drop_placeholders
 from .states import FINAL_PROMPT_STATUSES, Closing, PromptRecord, PromptStatus, State, Timer
 
 
@@ -149,6 +149,36 @@ class Windows:
         self._trace("window_deferred", f"{origin}_while_agent_speaks", token=record.token, prompt=record.kind)
         self._set_state(State.PROMPTING, "agent_speaking")
 
+    def _stage_wording(self, stage, ep) -> tuple[str, tuple[str, ...], tuple[str, ...], bool]:  # noqa: ANN001
+        """A stage's wording as it may be spoken now: routes composed from those available;
+        after part of the value came (`ep.part_heard`), `{slot}` asks for the rest of it."""
+        if not stage.prompt:
+            return "", (), (), False
+        if ep is not None and ep.part_heard and self._policy.partial_slot and not stage.closes:
+            return self._compose(stage, self._policy.partial_slot.replace("{slot}", self._policy.slot))
+        return self._compose(stage)
+
+    def stage_words(self) -> list[str]:
+        """What each stage of the ladder would say if the ladder moved to it now, for lack
+        of input (the console's ladder panel): as `_advance_stage` words it, after a partial
+        answer the rest asked for, the count of what was heard, the partial close; a read,
+        no change to the call."""
+        ep = self.pending_episode
+        words = []
+        for i, stage in enumerate(self._policy.stages):
+            text = self._stage_wording(stage, ep)[0]
+            if ep is not None and stage.closes:
+                if ep.part_heard and self._policy.partial_close and not self.unresolved_or_running():
+                    text = self._policy.partial_close
+                text = self._policy.close_pending if self.unresolved_or_running() else text
+            elif ep is not None and ep.partial is not None and i == ep.stage_index + 1:
+                heard = digits_heard(ep.partial)
+                text = drop_placeholders(self._policy.partial_reminder.replace("{heard}", heard or "{heard}"))
+            if "{" in text:
+                text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self._spoken_slot("close" if stage.closes else "reminder")))
+            words.append(text)
+        return words
+
     def _advance_stage(self, reason: str, generation: int) -> None:
         ep = self.pending_episode
         if ep is None:
@@ -157,15 +187,7 @@ class Windows:
             ep.stage_index += 1
         stage = self._policy.stages[ep.stage_index]
         self._note("stage_advanced", reason, generation, None, {})
-        # the wording as it may be spoken now: routes composed from those available
-        if not stage.prompt:
-            text, routes, left_out, short = "", (), (), False
-        elif ep.part_heard and self._policy.partial_slot and not stage.closes:
-            # part of the value came: `{slot}` asks for the rest of it
-            spoken = self._policy.partial_slot.replace("{slot}", self._policy.slot)
-            text, routes, left_out, short = self._compose(stage, spoken)
-        else:
-            text, routes, left_out, short = self._compose(stage)
+        text, routes, left_out, short = self._stage_wording(stage, ep)
         if left_out or short:
             self._trace("prompt_composed", "routes_unavailable" if left_out else "placeholder_unfilled",
                         stage=stage.name, offered=list(routes), left_out=list(left_out))

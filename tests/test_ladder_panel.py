@@ -48,3 +48,35 @@ def test_stage_words_use_the_width_and_never_wrap():
     assert stage_lines(head, words, 84)[1].strip() == f"“{words}”"  # room for all of it
     assert stage_lines(head, "", 40) == [head]
     assert stage_lines(head, words, 0) == [f"{head} “Take your time. Would you like…”"]  # no width yet
+
+
+def test_after_part_of_a_code_the_panel_shows_the_words_the_call_will_say():
+    # the words each stage would say now come from the controller, as it would word them:
+    # after two digits of a code, the next reminder counts them and asks for the rest, a
+    # later stage asks for "the rest of" the value, and the close says part of it came
+    from ladder_harness import Call
+
+    words_policy = LadderPolicy(
+        stages=(
+            Stage(name="wait", wait_ms=100),
+            Stage(name="check", wait_ms=100, prompt="Take your time finding {slot}."),
+            Stage(name="again", wait_ms=100, prompt="If {slot} isn't to hand, call back."),
+            Stage(name="close", wait_ms=100, prompt="I haven't received {slot}. Goodbye.", closes=True),
+        ),
+        slot="your reference code",
+    )
+    call = Call(words_policy)
+    before = call.c.stage_words()
+    assert before[1:] == ["Take your time finding your reference code.", "If your reference code isn't to hand, call back.",
+                          "I haven't received your reference code. Goodbye."]
+    call.play(call.ask(0), 10, 20)
+    call.say("partial_answer", 30, value="48")
+    now = call.c.stage_words()
+    assert now[1] == "I've got the first two digits. What's the rest?"
+    assert now[2] == "If the rest of your reference code isn't to hand, call back."
+    assert now[3].startswith("I only got part of your reference code, so I'll end the call here.")
+    shown = ladder_text(call.c.snapshot(), words_policy, 40.0, width=160, words=now).plain
+    assert "What's the rest?" in shown and "I haven't received" not in shown
+    # the words the controller says when the ladder does move on are those shown
+    call.fire_due(30 + 2 + 100)
+    assert call.prompts()[-1].text == now[1]

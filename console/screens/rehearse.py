@@ -159,7 +159,8 @@ class RehearseScreen(Screen):
         now = session.now_ms()
         snapshot = session.runtime.ladder.snapshot()
         ended = session.closed.is_set()
-        self.query_one(LadderPanel).show(snapshot, session.runtime.ladder.policy, now)
+        ladder = session.runtime.ladder
+        self.query_one(LadderPanel).show(snapshot, ladder.policy, now, ladder.stage_words())
         self.query_one(TimerLane).show(snapshot, now, ended=ended)
         self.query_one(PromptLane).show(snapshot, ended=ended)
         self.query_one(Timeline).show(now)

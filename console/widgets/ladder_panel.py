@@ -56,9 +56,12 @@ class LadderPanel(Panel):
 
     _last: tuple | None = None
 
-    def show(self, snapshot: dict, policy: LadderPolicy, now: float) -> None:
-        self._last = (snapshot, policy, now)
-        self.set_content(ladder_text(snapshot, policy, now, width=self.content_region.width))
+    def show(self, snapshot: dict, policy: LadderPolicy, now: float, words: list[str] | None = None) -> None:
+        """`words`: what each stage would say now (`Controller.stage_words`: after a
+        partial answer, the rest asked for and the partial close), where the caller has a
+        live controller; else each stage's wording composed from the policy."""
+        self._last = (snapshot, policy, now, words)
+        self.set_content(ladder_text(snapshot, policy, now, width=self.content_region.width, words=words))
 
     def on_resize(self) -> None:
         if self._last is not None:  # the words are laid out for the width: lay them out again
@@ -84,7 +87,7 @@ def stage_lines(head: str, spoken: str, width: int) -> list[str]:
     return [head, " " * QUOTE_INDENT + f"“{shorten(spoken, room - 1 if len(spoken) > room else room)}”"]
 
 
-def ladder_text(snapshot: dict, policy: LadderPolicy, now: float, width: int = 0) -> Text:
+def ladder_text(snapshot: dict, policy: LadderPolicy, now: float, width: int = 0, words: list[str] | None = None) -> Text:
     text = Text()
     state = snapshot["state"]
     text.append("state ", style="dim")
@@ -101,7 +104,7 @@ def ladder_text(snapshot: dict, policy: LadderPolicy, now: float, width: int = 0
         here = i == current
         # the words as the agent would say them now: {routes} composed from the routes
         # available, a sentence naming a switched-off route left out
-        spoken = policy.compose(stage)[0] if stage.prompt else ""
+        spoken = words[i] if words is not None and i < len(words) else (policy.compose(stage)[0] if stage.prompt else "")
         if here and holding:
             marker, style = "⏸ ", "bold"  # the ladder waits on the hold: no stage is running
         elif here:
