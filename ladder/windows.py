@@ -161,11 +161,19 @@ class Windows:
     def stage_words(self) -> list[str]:
         """What each stage of the ladder would say if the ladder moved to it now, for lack
         of input (the console's ladder panel): as `_advance_stage` words it, after a partial
-        answer the rest asked for, the count of what was heard, the partial close; a read,
-        no change to the call."""
+        answer the rest asked for, the count of what was heard, the partial close; the
+        current stage, what it did say. A read, no change to the call."""
         ep = self.pending_episode
+        said = {}  # the current stage: the reminder it did say (the partial one, a check-in)
+        if ep is not None:
+            for record in self.prompts.values():
+                if record.kind == "reminder" and record.episode == ep.id and record.stage is not None:
+                    said[record.stage] = record.text
         words = []
         for i, stage in enumerate(self._policy.stages):
+            if ep is not None and i == ep.stage_index and stage.name in said:
+                words.append(said[stage.name])
+                continue
             text = self._stage_wording(stage, ep)[0]
             if ep is not None and stage.closes:
                 if ep.part_heard and self._policy.partial_close and not self.unresolved_or_running():

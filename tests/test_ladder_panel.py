@@ -80,3 +80,5 @@ def test_after_part_of_a_code_the_panel_shows_the_words_the_call_will_say():
     # the words the controller says when the ladder does move on are those shown
     call.fire_due(30 + 2 + 100)
     assert call.prompts()[-1].text == now[1]
+    # reached, the stage shows what it did say, not its default wording
+    assert call.c.stage_words()[1] == "I've got the first two digits. What's the rest?"
