@@ -375,3 +375,14 @@ def test_measurements(
     )
     print(f"  whisper decode (3 s)  {min(decodes):.2f}-{max(decodes):.2f} s")
     print(f"  Silero VAD            {vad_ms:.3f} ms per 512-sample frame")
+
+
+def test_a_sentence_said_before_is_said_again_from_memory_but_never_a_value(loaded_models):
+    voice = loaded_models.voice
+    first = list(voice.synthesize("Thanks. What is the next code, please?"))
+    again = list(voice.synthesize("Thanks. What is the next code, please?"))
+    assert [len(c) for c in first] == [len(c) for c in again] and all((a == b).all() for a, b in zip(first, again))
+    again[0][:] = 0.0  # what a caller does to its chunk does not reach the kept audio
+    assert (list(voice.synthesize("Thanks."))[0] == first[0]).all()
+    voice.synthesize_all("I heard 4 8 2 1. Is that right?")
+    assert "I heard 4 8 2 1." not in voice._said and "Is that right?" in voice._said  # a value is not kept

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +29,9 @@ _EXPECTED = "expected a piper voice: an .onnx file with its .onnx.json beside it
 # whitespace; a newline also ends one so that list-like prompts do not run together.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\s*\n\s*")
 _SPEAKABLE = re.compile(r"\w")
+_DIGIT = re.compile(r"\d")
+# the sentences kept, by their audio: about 4 minutes of speech at 22 kHz (20 MB)
+SAID_MAX_SAMPLES = 5_000_000
 
 
 def default_voice_path() -> Path:
@@ -107,6 +112,9 @@ class PiperVoice:
         self.deterministic = deterministic
         self.trim_leading = True  # each prompt's first chunk starts at its first sound
         self.sample_rate: int = int(self._voice.config.sample_rate)
+        self._said: OrderedDict[str, np.ndarray] = OrderedDict()  # sentence -> its audio, latest last
+        self._said_samples = 0
+        self._said_lock = threading.Lock()
         # noise_scale/noise_w_scale = 0 removes piper's sampling noise: output is then
         # bit-identical run to run (tests and replay rely on that).
         self._config = SynthesisConfig(
@@ -135,6 +143,14 @@ class PiperVoice:
         return pieces
 
     def _speak(self, sentence: str) -> np.ndarray:
+        # a sentence said before is said again from memory: most of what a no-input
+        # policy says is its own fixed wording (the next question, "Thanks.", "Is that
+        # right?"), and piper's 150-250 ms for it were the caller's to wait through
+        cached = self._said.get(sentence)
+        if cached is not None:
+            with self._said_lock:
+                self._said.move_to_end(sentence)
+            return cached.copy()
         # piper may split a sentence further (espeak's own clause rules); we keep one
         # chunk per *our* sentence so prompt tokens map 1:1 to chunks.
         parts = [
@@ -142,7 +158,15 @@ class PiperVoice:
         ]
         if not parts:
             return np.zeros(0, dtype=np.float32)
-        return np.concatenate(parts).astype(np.float32, copy=False)
+        audio = np.concatenate(parts).astype(np.float32, copy=False)
+        if not _DIGIT.search(sentence):  # a value read back is not kept (nor worth keeping)
+            with self._said_lock:
+                self._said[sentence] = audio.copy()
+                self._said_samples += audio.size
+                while self._said_samples > SAID_MAX_SAMPLES and self._said:
+                    _, old = self._said.popitem(last=False)
+                    self._said_samples -= old.size
+        return audio
 
     def synthesize(
         self, text: str, cancelled: Callable[[], bool] = lambda: False
