@@ -151,15 +151,8 @@ class PiperVoice:
             with self._said_lock:
                 self._said.move_to_end(sentence)
             return cached.copy()
-        # piper may split a sentence further (espeak's own clause rules); we keep one
-        # chunk per *our* sentence so prompt tokens map 1:1 to chunks.
-        parts = [
-            c.audio_float_array for c in self._voice.synthesize(sentence, self._config)
-        ]
-        if not parts:
-            return np.zeros(0, dtype=np.float32)
-        audio = np.concatenate(parts).astype(np.float32, copy=False)
-        if not _DIGIT.search(sentence):  # a value read back is not kept (nor worth keeping)
+        audio = self.speak_fresh(sentence)
+        if audio.size and not _DIGIT.search(sentence):  # a value read back is not kept (nor worth keeping)
             with self._said_lock:
                 self._said[sentence] = audio.copy()
                 self._said_samples += audio.size
@@ -167,6 +160,18 @@ class PiperVoice:
                     _, old = self._said.popitem(last=False)
                     self._said_samples -= old.size
         return audio
+
+    def speak_fresh(self, sentence: str) -> np.ndarray:
+        """One sentence from piper itself, never from memory (what a bench times as
+        piper's own cost)."""
+        # piper may split a sentence further (espeak's own clause rules); we keep one
+        # chunk per *our* sentence so prompt tokens map 1:1 to chunks.
+        parts = [
+            c.audio_float_array for c in self._voice.synthesize(sentence, self._config)
+        ]
+        if not parts:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(parts).astype(np.float32, copy=False)
 
     def synthesize(
         self, text: str, cancelled: Callable[[], bool] = lambda: False
