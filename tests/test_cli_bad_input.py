@@ -45,6 +45,10 @@ def test_bench_turn_refuses_a_turn_count_out_of_range(turns):
     assert ("greater than or equal to 1" if int(turns) < 1 else "less than or equal to 8") in result.stderr
 
 
+def test_bench_turn_refuses_an_unknown_caller_before_loading_a_model():
+    one_error_line(lull("bench", "turn", "--caller", "foo"), "--caller foo", "expected synthetic or human")
+
+
 def test_flow_check_of_an_empty_name_or_a_folder_says_so_without_a_position(tmp_path):
     line = lull("flow", "check", "", cwd=tmp_path).stderr.strip()
     assert line.startswith('"": error: the flow\'s name is empty') and "reference_code" in line, line

@@ -79,9 +79,15 @@ def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[flo
     shown = backend.on_line
     backend.on_line = lambda who, text: (heard.append(text) if who == "caller" else None, shown(who, text))[1]
 
+    timed_out: list[bool] = []
+
     async def run() -> None:
         await session.start()
-        await asyncio.wait_for(session.closed.wait(), timeout=timeout_s)
+        try:
+            await asyncio.wait_for(session.closed.wait(), timeout=timeout_s)
+        except TimeoutError:  # the call did not end: what was measured up to then, and that it did not
+            timed_out.append(True)
+            await session.stop()
 
     asyncio.run(run())
     source, speaker = backend.caller_audio, backend.speaker  # type: ignore[attr-defined]
@@ -96,7 +102,7 @@ def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[flo
         "gaps_ms": gaps_from_audio(ends_ms, played),
         "heard": heard,
         "turns_started": sum(1 for _, e in session.runtime.ladder_inputs if e.kind == "turn_started"),
-        "outcome": session.ended_reason,
+        "outcome": f"timed out after {timeout_s:.0f} s" if timed_out else session.ended_reason,
         "whisper_decode_ms": {"median": float(np.median(decodes)) if decodes else None, "n": len(decodes)},
         "pipeline": backend.journal_header["pipeline"],  # type: ignore[attr-defined]
     }

