@@ -4,7 +4,9 @@
 speaker looped back into the microphone. The flow is the shipped reference_code flow
 without its disclosure, so the first question starts about 2.6 s into the call. The
 caller is silent, or says "my code is four eight two one" (piper at 0.8) the moment the
-question starts playing (`--talk-at 0`) or later into it. Each call keeps, beside the
+question is asked (`--talk-at -1`: its audio follows ~100 ms later), as its audio
+starts (`--talk-at 0`) or seconds into it; `--gate envelope` runs the live call with the
+bar as it was before (`EnvelopeGate`). Each call keeps, beside the
 backend's own mic.wav, out.wav and journal, `handoff.npz`: every block the speaker
 wrote and every block the microphone heard, in the order the backend took them (the
 echo canceller is fed in exactly that order), and `live.json`: what the live gate said.
@@ -13,7 +15,12 @@ echo canceller is fed in exactly that order), and `live.json`: what the live gat
 `voices.backends.voice` accepts a barge-in (`BARGE_IN_EVIDENCE` frames louder than the
 echo estimate among the last `EVIDENCE_WINDOW` when a VAD segment is open and began
 while the agent was audible). Counts, per condition: callers heard and how soon after
-they began, and caller turns found in calls where nobody spoke.
+they began (over `LATE_MS`: late), caller turns found in calls where nobody spoke, and
+how near a silent call came to one (the most frames louder than the echo estimate among
+any `EVIDENCE_WINDOW`), for the old bar (`EnvelopeGate`) and the shipped one (`EchoGate`).
+The canceller and the VAD do not depend on the gate, so a call replays bit for bit up to
+its first caller turn; after a live cut, the agent's audio stops, so a gate slower than
+the live one is judged on audio it would not have had.
 
     python tests/echo_lab.py record DIR --caller silent --volume 40 --runs 3
     python tests/echo_lab.py replay DIR...
@@ -25,7 +32,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from collections import deque
 from pathlib import Path
 
