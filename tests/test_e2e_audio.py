@@ -33,6 +33,21 @@ def default_flow(**ladder):
     return report.flow
 
 
+def early_question_flow(**ladder):
+    """The default flow without its disclosure: the first question begins about 2.6 s
+    into the call, after only the greeting."""
+    data = json.loads(library_flow_path("reference_code").read_text())
+    data["stages"] = [s for s in data["stages"] if s["id"] != "disclosure"]
+    for stage in data["stages"]:
+        if stage.get("next") == "disclosure":
+            stage["next"] = "ask_code"
+    if ladder:
+        data["ladder"] = ladder
+    report = check_data(data, "reference_code")
+    assert report.flow is not None
+    return report.flow
+
+
 def caller_wav(models, tmp_path, name, text):
     from voices.stt import resample
 
@@ -360,6 +375,45 @@ def test_with_the_echo_path_a_caller_talking_over_the_question_cuts_it_and_is_ca
     interrupted = inputs_of(take, "playback_interrupted")
     assert len(interrupted) == 1 and interrupted[0]["event"]["token"] == question().token, interrupted
     assert interrupted[0]["t_ms"] - marks["talk"] < 1500, (interrupted[0]["t_ms"], marks)
+
+
+def test_with_the_echo_path_a_caller_talking_from_the_first_questions_start_is_heard(pulse_lab, models, tmp_path):
+    """The first question 2.6 s into the call, after only the greeting; the caller starts
+    "my code is ..." as the core asks it. The echo gate's bar is the canceller's residue
+    over the greeting, not a bar still coming down from the agent's own level (which
+    heard them only once the question was over, their first words lost)."""
+    floor = pulse_lab.noise_floor()
+    call = Call(pulse_lab, models, early_question_flow(stages=SHORT_LADDER), tmp_path / "take")
+    code = caller_wav(models, tmp_path, "code", "my code is four eight two one")
+    clock = heard_seconds(call.backend)
+    marks = {}
+
+    def question():
+        return next((p for p in call.session.runtime.ladder.prompts.values() if p.kind == "question"), None)
+
+    async def scenario():
+        await call.session.start()
+        await call.until(lambda: question() is not None)
+        marks["talk"] = clock()
+        talking = asyncio.ensure_future(call.say(code))
+        await call.until(lambda: question().status.value in ("interrupted", "completed"), 10)
+        marks["cut"] = clock()
+        await talking
+        await call.until(lambda: call.session.runtime.asking == ("main", "confirm_code"), 20)
+
+    try:
+        with pulse_lab.echo_path(volume_percent=40):
+            run(call, scenario)
+    finally:
+        floor.stop()
+    stream = "\n".join(call.stream[-30:])
+    assert question().status.value == "interrupted", stream
+    assert call.session.runtime.state.get("reference_code") == "4821", stream
+    take = tmp_path / "take"
+    # cut while their first words were still coming (the question lasts ~1.5 s; the
+    # bar coming down from 0 dB cut it, when at all, 1.1 s or more after they began)
+    assert marks["cut"] - marks["talk"] < 1.0, (marks, stream)
+    assert len(inputs_of(take, "playback_interrupted")) == 1, stream
 
 
 def test_an_unplugged_mic_falling_back_to_the_agents_own_output_is_never_the_caller(pulse_lab, models, tmp_path):

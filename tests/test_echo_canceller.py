@@ -144,3 +144,51 @@ def test_the_real_webrtc_module_removes_a_synthetic_40ms_echo():
     assert removed > 25, removed
     assert aec.meter.erle_db is not None and aec.meter.erle_db > 15
     assert aec.describe().startswith("aec on · echo return loss")
+
+
+def residue(gate: EchoGate, db: float, frames: int, far_p: float = 10 ** (-1.5)) -> list[bool | None]:
+    """`frames` of the canceller's output `db` under what the agent played."""
+    return [gate.frame(far_p * 10 ** (db / 10), far_p) for _ in range(frames)]
+
+
+def test_the_bar_comes_down_to_the_cancellers_recent_residue_once_the_agent_has_spoken_its_window():
+    gate = EchoGate(margin_db=10, window_ms=1500, frame_ms=32)  # 47 frames
+    far_p = 10 ** (-1.5)
+    # a residue 50 dB under the agent: the bar stays at the agent's own level for the
+    # first 1.5 s of its speech (no history yet), then is the residue's level at once
+    assert not any(residue(gate, -50, 46)) and gate.coupling_db == 0.0
+    residue(gate, -50, 1)
+    assert gate.coupling_db == pytest.approx(-50, abs=0.1)
+    # a caller 12 dB under the agent (the canceller damps them in double talk) is now
+    # plainly louder than the echo; with the bar still at 0 dB they were not
+    assert gate.frame(far_p * 10 ** -1.2, far_p) is True
+    assert EchoGate().frame(far_p * 10 ** -1.2, far_p) is False
+    # a silent agent is not the gate's call, and teaches it nothing
+    assert gate.frame(1e-3, 1e-9) is None and gate.coupling_db == pytest.approx(-50, abs=0.1)
+
+
+def test_a_residue_peak_within_the_window_keeps_the_bar_up_until_the_window_has_passed_it():
+    gate = EchoGate(margin_db=10, window_ms=1500, frame_ms=32)
+    # the canceller converging over the first 0.3 s: its residue 20 dB under the agent
+    residue(gate, -20, 10)
+    assert not any(residue(gate, -55, 40))  # 1.6 s in all: the 0 dB start has passed
+    assert gate.coupling_db == pytest.approx(-20, abs=0.1)  # the peak is still in the window
+    # so a residue peak as loud again is no evidence ...
+    assert not any(residue(gate, -15, 3))
+    # ... and once 1.5 s of the agent have passed the peaks, the bar is the residue's
+    residue(gate, -55, 47)
+    assert gate.coupling_db == pytest.approx(-55, abs=0.1)
+    # a frame just short of the margin lifts the bar 1 dB, not to its own level
+    assert gate.frame(10 ** (-1.5) * 10 ** -4.6, 10 ** (-1.5)) is False
+    assert gate.coupling_db == pytest.approx(-54, abs=0.1)
+
+
+def test_the_quieter_moments_of_the_agent_teach_the_bar_nothing():
+    # as a prompt ends the far end fades and the ratio of the canceller's floor to it
+    # climbs: frames more than LOUD_DB under the agent's loudest would hold the bar up
+    gate = EchoGate(margin_db=10, window_ms=1500, frame_ms=32)
+    loud = 10 ** (-1.5)
+    residue(gate, -50, 47, loud)
+    for fade in range(22, 38, 2):  # the far end 22-36 dB down (still audible), the output at its floor
+        assert gate.frame(loud * 10 ** -5.0, loud * 10 ** (-fade / 10)) is False
+    assert gate.coupling_db == pytest.approx(-50, abs=0.1)

@@ -12,8 +12,9 @@ audio callbacks only copy and hand off):
   canceller removed (ERLE), and the coupling of what the agent played into what the
   recogniser hears, learned while the agent speaks and no caller turn is open.
 - `EchoGate`: while the agent is audible, a frame is evidence of the caller only when it
-  is louder than the echo estimate (far-end level x coupling) by a margin. A barge-in
-  needs several such frames; echo alone never opens a caller turn.
+  is louder than the echo estimate (far-end level x coupling, the canceller's recent
+  residue) by a margin. A barge-in needs several such frames; echo alone never opens a
+  caller turn.
 
 `SimulatedEchoPath` is the echo of a room for the file backend (its speaker has no
 device): what it played comes back into the caller's audio, delayed and attenuated.
@@ -218,35 +219,63 @@ class EchoGate:
 
     `frame(out_power, far_power)` per recogniser frame (post-canceller): returns None
     when the agent is not audible (the VAD alone decides), else whether the frame is
-    louder than the echo estimate by `margin_db`. The coupling (what of the agent's
-    level reaches the recogniser) is learned as an upper envelope that decays at
-    `decay_db_per_s`, from frames that are not evidence; it starts at 0 dB (a caller
-    must first be louder than the agent itself) so the first prompt needs no history.
+    louder than the echo estimate (far-end level x coupling) by `margin_db`, and louder
+    than `min_dbfs`.
+
+    The coupling is the canceller's recent residue: the largest ratio of what came out
+    of it to what the agent played over the last `window_ms` of the agent speaking
+    (frames within `LOUD_DB` of its loudest in that time; not ones already evidence).
+    A residue peak inside the window keeps the bar up; once the window has passed it,
+    the bar is down at the residue's level. Before the agent has spoken `window_ms`
+    the window holds 0 dB (a caller must first be louder than the agent itself), so the
+    first prompt needs no history. A frame short of the margin lifts the bar by at most
+    `RISE_DB`: a caller just under it must not raise the bar for their next frame.
+
+    In the audio lab (tests/echo_lab.py replays its recordings) the residue sits 45-65 dB
+    under the agent and a caller talking over it 0-20 dB under: a bar that started at
+    0 dB and came down 6 dB a second was still 13 dB under the agent when the first
+    question began, 2.6 s into the call, and missed a caller who spoke then.
     """
 
-    def __init__(self, *, margin_db: float = 10.0, decay_db_per_s: float = 6.0, min_dbfs: float = -50.0, frame_ms: float = 32.0) -> None:
+    LOUD_DB = 20.0  # the frames that teach the coupling: the agent within this of its loudest
+    RISE_DB = 1.0  # how much a frame short of the margin may lift the bar
+
+    def __init__(self, *, margin_db: float = 10.0, window_ms: float = 1500.0, min_dbfs: float = -50.0, frame_ms: float = 32.0) -> None:
         self.margin = 10 ** (margin_db / 10.0)
-        self._decay = 10 ** (-decay_db_per_s * frame_ms / 1000.0 / 10.0)
         self._floor = 10 ** (min_dbfs / 10.0)
-        self.coupling = 1.0
-        self._rise = 10 ** 0.1
+        self._rise = 10 ** (self.RISE_DB / 10.0)
+        self._loud = 10 ** (-self.LOUD_DB / 10.0)
         self._min_coupling = 10 ** (-70 / 10.0)
+        n = max(1, round(window_ms / frame_ms))
+        self._residue: deque[float] = deque(maxlen=n)  # out_p / far_p of the agent's recent frames
+        self._far: deque[float] = deque(maxlen=n)  # what it played then
+        self.coupling = 1.0
+
+    @property
+    def coupling(self) -> float:
+        return self._coupling
+
+    @coupling.setter
+    def coupling(self, value: float) -> None:
+        """As if the last `window_ms` of residue had all been `value`."""
+        self._residue.clear()
+        self._residue.extend([float(value)] * self._residue.maxlen)
+        self._coupling = float(value)
 
     def frame(self, out_p: float, far_p: float) -> bool | None:
         if dbfs(far_p) <= AUDIBLE_FAR_DBFS:
             return None
-        estimate = far_p * self.coupling
-        evidence = out_p > self._floor and out_p > estimate * self.margin
+        evidence = out_p > self._floor and out_p > far_p * self._coupling * self.margin
         if not evidence:
-            # an upper envelope: down slowly, up at most 1 dB a frame (a caller just short
-            # of the margin must not lift the bar for the next frame)
-            ratio = min(out_p / far_p, self.coupling * self._rise)
-            self.coupling = max(ratio, self.coupling * self._decay, self._min_coupling)
+            self._far.append(far_p)
+            if far_p >= max(self._far) * self._loud:
+                self._residue.append(min(out_p / far_p, self._coupling * self._rise))
+                self._coupling = max(max(self._residue), self._min_coupling)
         return evidence
 
     @property
     def coupling_db(self) -> float:
-        return round(dbfs(self.coupling), 1)
+        return round(dbfs(self._coupling), 1)
 
 
 class SimulatedEchoPath:
