@@ -124,11 +124,11 @@ def test_a_television_under_a_silent_caller_never_holds_the_ladder_and_the_calle
     from sessions.journal import read_journal
 
     # the question ends about 3.5 s in; the television comes on at 4 s and talks on to the end
-    tv_from, seconds = 4.0, 52.0
+    tv_from, seconds = 4.0, 38.0
     audio = np.zeros(int(seconds * 16000), np.float32)
     audio[int(tv_from * 16000):] += television(seconds - tv_from, -32.0)
-    # the caller says nothing until 34 s, then answers over the television
-    for at, words in ((34.0, "my code is four eight two one"), (41.0, "yes, that is right")):
+    # the caller says nothing until 22 s, then answers over the television
+    for at, words in ((22.0, "my code is four eight two one"), (29.0, "yes, that is right")):
         said = at_dbfs(speech(models, words), -20.0)
         audio[int(at * 16000):int(at * 16000) + len(said)] += said
     caller = tmp_path / "caller.wav"
@@ -147,7 +147,7 @@ def test_a_television_under_a_silent_caller_never_holds_the_ladder_and_the_calle
     bound_ms = BackgroundVoices().turn_bound_ms
     # judged within the bound (and a decode) of the turn's start: the ladder was not held
     started = {r["event"]["turn"]: r["t_ms"] for r in records if r.get("kind") == "turn_started" and r["type"] == "input"}
-    assert judged[0]["t_ms"] - started[judged[0]["turn"]] < bound_ms + 3000.0, (judged, started)
+    assert judged[0]["t_ms"] - started[judged[0]["turn"]] < bound_ms + 5000.0, (judged, started)
     # the recording plays from the call's start (after the models load)
     call_ms = next(r["t_ms"] for r in records if r.get("kind") == "start_call")
     assert started[judged[0]["turn"]] < call_ms + (tv_from + 6.0) * 1000.0, (call_ms, started)  # the television's first turn
@@ -157,7 +157,7 @@ def test_a_television_under_a_silent_caller_never_holds_the_ladder_and_the_calle
     assert before_caller and all(e["text"] == "" and e["reason"].startswith("background_voices:") for e in before_caller), heard
     # the silence ladder ran while the television talked: a reminder before the caller spoke
     reminders = [r for r in records if r.get("effect") == "RequestPrompt" and r.get("kind") == "reminder"]
-    assert reminders and reminders[0]["t_ms"] < call_ms + 34_000, (call_ms, [r.get("t_ms") for r in reminders])
+    assert reminders and reminders[0]["t_ms"] < call_ms + 22_000, (call_ms, [r.get("t_ms") for r in reminders])
     # and the television after it was judged was never a caller turn again: three turns,
     # the television's first, the code and the yes
     assert len(started) == 3, started
