@@ -194,12 +194,18 @@ def _end_pool(pool: ProcessPoolExecutor) -> None:
     stop message and joins them: a test run hung there. Every result the run keeps has
     been taken by now, so the workers are ended, not asked."""
     workers = list((getattr(pool, "_processes", None) or {}).values())  # gone after shutdown
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for worker in workers:
         if worker.is_alive():
             worker.kill()
     for worker in workers:
         worker.join(timeout=10)
+    # and the pool's own thread, which closes its wake-up pipe as it ends: left running,
+    # Python 3.11's exit hook could write to that pipe as it closed ("Bad file
+    # descriptor", a traceback under `lull sessions report` on a busy machine)
+    if manager is not None and manager.is_alive():
+        manager.join(timeout=10)
 
 
 def _on_dask(scheduler: Any, task: Callable, batches: Iterator[list[Path]], merge: Callable, total: Any) -> None:
