@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pytest
 from console_fixtures import journal_text_without_clocks
 
@@ -80,6 +81,55 @@ def test_part_of_a_code_holds_the_turn_and_the_rest_continues_it():
     assert end.deadline == 2800 + 2500  # its words still to come; the words so far hold it open
     assert end.words(3100, "2 1") == 2800 + 250
     assert end.text == "4 8 late words of nothing 2 1"
+
+
+def test_the_turns_words_so_far_replace_its_segments_words():
+    # a framework's whisper decoding the whole turn at each segment (voices.stt.TurnSoFar):
+    # the first segment alone was misheard, the turn so far is read right
+    end = TurnEnd(_judge)
+    end.speech_started(0)
+    end.speech_stopped(600, silence_ms=100)
+    assert end.words(800, "4 4") == 500 + 2500  # part of a code: held open
+    end.speech_started(900)
+    end.speech_stopped(2000, silence_ms=100)
+    assert end.words(2200, "4 2 1 3", whole_turn=True) == 1900 + 250
+    assert end.text == "4 2 1 3" and end.decision.reason == "complete_value"
+
+
+def test_a_turn_so_far_joins_its_segments_as_heard():
+    from voices.stt import TurnSoFar
+
+    rate = 16000
+    rng = np.random.default_rng(3)
+    stream = (rng.standard_normal(rate * 3) * 0.001).astype(np.float32)  # a noise floor
+    stream[4000:9000] += 0.3 * np.sin(np.arange(5000) * 0.2).astype(np.float32)  # a word
+    stream[20000:26000] += 0.3 * np.sin(np.arange(6000) * 0.3).astype(np.float32)  # a word
+    turn = TurnSoFar(rate)
+    first = turn.add(stream[:12000])
+    # Pipecat's segments follow one another: the second begins where the first ended
+    joined = turn.add(stream[12000:30000])
+    assert len(turn) == 2 and first.size < joined.size
+    assert joined.size == TurnSoFar(rate).add(stream[:30000]).size  # the two segments, as one
+    # LiveKit's begin with half a second of the audio before them: joined where that ends
+    overlapping = TurnSoFar(rate)
+    overlapping.add(stream[:12000])
+    assert np.array_equal(overlapping.add(stream[12000 - 8000:30000]), joined)
+    # a segment from elsewhere (not the stream's next) is kept whole
+    other = TurnSoFar(rate)
+    other.add(stream[:12000])
+    assert other.add(stream[20000:30000][::-1].copy()).size > 0 and len(other) == 2
+    turn.clear()
+    assert len(turn) == 0
+
+
+def test_a_turn_so_far_is_bounded():
+    from voices.stt import TurnSoFar
+
+    turn = TurnSoFar(16000, max_s=2.0)
+    rng = np.random.default_rng(5)
+    for _ in range(5):  # a television's five seconds: decoded from its latest two
+        whole = turn.add((rng.standard_normal(16000) * 0.1).astype(np.float32))
+    assert whole.size <= 2 * 16000 and len(turn) == 2
 
 
 def test_other_words_wait_the_hold_and_a_segment_with_no_words_ends_on_the_wait():

@@ -156,10 +156,12 @@ class TurnEnd:
         self._decide()
         return self.deadline
 
-    def words(self, now: float, text: str) -> float | None:
+    def words(self, now: float, text: str, *, whole_turn: bool = False) -> float | None:
+        """A segment's words; `whole_turn`: the turn's words so far, read again from its
+        start (voices.stt.TurnSoFar), which replace what the segments said before."""
         text = text.strip()
         if text:
-            self.text = f"{self.text} {text}".strip()
+            self.text = text if whole_turn else f"{self.text} {text}".strip()
             self._fresh_words = True
         self._decide()
         return self.deadline

@@ -460,3 +460,68 @@ def framed_like_lull(samples: np.ndarray, rate: int = 16000) -> np.ndarray:
         return samples
     start = max(0, onset - int(FRAMED_BEFORE_S * rate))
     return samples[start:min(len(samples), end + int(FRAMED_AFTER_S * rate))]
+
+
+# the longest turn a framework's whisper decodes whole: a turn that runs on (a television
+# under a silent caller) is decoded from its latest this-many seconds, inside whisper's
+# 30 s window, so no decode grows without bound
+TURN_SO_FAR_MAX_S = 20.0
+
+
+class TurnSoFar:
+    """The open caller turn's audio, segment by segment, for a framework's whisper.
+
+    A framework's VAD cuts a caller's turn at every pause (Pipecat's and LiveKit's VADs
+    here stop after 100 and 50 ms of quiet), and its STT decodes each segment alone. A
+    real caller pauses between the digits of a code: decoded a digit at a time, as the
+    frameworks cut them, whisper read "4 4 2 1" and "4 4 1 3" for 4 2 1 3, "2 2 3 5"
+    for 2 3 5 4 (`lull bench turn --caller human`, every run), where Lull's own backend,
+    decoding the turn so far, read every code right. So each
+    segment is decoded with the turn's earlier segments before it (as heard, one after
+    another: the frameworks' segments are contiguous when the pauses are short), and its
+    words are the whole turn's so far; whoever reads them replaces the turn's earlier
+    words with them (`voices.pipecat.frames.TurnTranscriptionFrame`, the LiveKit
+    adapter's whole-turn STT). `clear()` when the turn ends.
+    """
+
+    def __init__(self, rate: int = 16000, max_s: float = TURN_SO_FAR_MAX_S) -> None:
+        self.rate = rate
+        self.max_samples = int(max_s * rate)
+        self._segments: list[np.ndarray] = []
+        self._samples = 0
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    def add(self, segment: np.ndarray) -> np.ndarray:
+        """The turn so far with `segment` (float32 mono, as the VAD cut it) last, framed
+        as Lull's own backend frames a turn (`framed_like_lull`). A segment that begins
+        with the end of the one before (LiveKit's VAD hands each utterance with half a
+        second of the audio before it: after a short pause, the last word again) joins
+        where the repeat ends."""
+        segment = np.asarray(segment, dtype=np.float32)
+        if self._segments:
+            segment = segment[_repeated_head(self._segments[-1], segment):]
+        self._segments.append(segment)
+        self._samples += self._segments[-1].size
+        while self._samples > self.max_samples and len(self._segments) > 1:
+            self._samples -= self._segments.pop(0).size
+        whole = np.concatenate(self._segments)
+        return framed_like_lull(whole[-self.max_samples:], self.rate)
+
+    def clear(self) -> None:
+        self._segments, self._samples = [], 0
+
+
+def _repeated_head(before: np.ndarray, segment: np.ndarray, probe: int = 320) -> int:
+    """How many of `segment`'s first samples repeat the end of `before`, sample for
+    sample (both cut from one stream): 0 when it does not begin inside `before`'s tail.
+    A probe of digital silence says nothing and is not matched."""
+    head = segment[:probe]
+    if head.size < probe or not np.any(head):
+        return 0
+    for start in np.flatnonzero(before == head[0]):
+        overlap = before.size - start
+        if probe <= overlap < segment.size and np.array_equal(before[start:], segment[:overlap]):
+            return int(overlap)
+    return 0

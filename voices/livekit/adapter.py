@@ -371,8 +371,17 @@ class LullLadder:
                 return
             self._end_turn()
 
+    def _whole_turn_stt(self):  # noqa: ANN202
+        """The session's STT when its transcripts are each the turn's words so far
+        (`voices.livekit.plugins.LullWhisperSTT(whole_turn=True)`), else None."""
+        stt = getattr(self.session, "stt", None)
+        return stt if getattr(stt, "whole_turn", False) else None
+
     def _end_turn(self) -> None:
         self._user_stopped = True
+        whole = self._whole_turn_stt()
+        if whole is not None:
+            whole.turn_ended()
         self._feed(TurnEnded(self.turn_id(self._seq), self._seq))
         if self._user_words and not self._model_decides():
             self._soon(self._interpret())
@@ -380,12 +389,17 @@ class LullLadder:
     def _on_transcribed(self, ev) -> None:
         if not ev.is_final or not ev.transcript.strip():
             return
-        self._user_words.append(ev.transcript)
+        whole = self._whole_turn_stt()
+        whole_turn = whole is not None and whole.continues_turn(ev.transcript)
+        if whole_turn:
+            self._user_words[:] = [ev.transcript]  # in place: the turn's words are kept by its number too
+        else:
+            self._user_words.append(ev.transcript)
         if (self._live is not None and not self._user_stopped and self._room_verdict is None
                 and (self._loop_time() - self._turn_started_at) * 1000.0 >= self.room.turn_bound_ms):
             self._soon(self._check_long_turn(self._seq))
         if self._turn_end is not None:
-            self._arm_turn_end(self._turn_end.words(self._now(), ev.transcript))
+            self._arm_turn_end(self._turn_end.words(self._now(), ev.transcript, whole_turn=whole_turn))
         elif self._user_stopped and not self._interpreted and not self._model_decides():
             self._soon(self._interpret())  # the words came after the turn ended
 

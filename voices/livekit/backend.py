@@ -105,7 +105,9 @@ class LiveKitBackend(FrameworkBackend):
         # caller's first answer waited for it past the flow's watchdog ("Sorry, I missed that")
         await asyncio.to_thread(getattr(self.matcher, "get", lambda: self.matcher))
         # the short window for a code or a yes/no, as Lull's own backends decode
-        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
+        # the turn so far decoded at each utterance: a caller pausing between digits is one code
+        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime),
+                                  whole_turn=True)
         vad = silero_vad()  # about a second, once
         self.agent_session = AgentSession(
             vad=vad, stt=self.stt, tts=LullPiperTTS(self.models.voice), user_away_timeout=None,

@@ -19,7 +19,7 @@ from livekit import rtc
 from livekit.agents import APIConnectOptions, APIError, stt, tts
 from livekit.agents.utils import AudioBuffer
 
-from voices.stt import framed_like_lull
+from voices.stt import TurnSoFar, framed_like_lull
 
 STT_RATE = 16_000
 
@@ -38,15 +38,38 @@ def _mono_16k(buffer: AudioBuffer) -> np.ndarray:
 
 
 class LullWhisperSTT(stt.STT):
-    """Each utterance the session's VAD cut, decoded by Lull's `WhisperRecognizer`."""
+    """Each utterance the session's VAD cut, decoded by Lull's `WhisperRecognizer`.
 
-    def __init__(self, recognizer, options=None) -> None:  # noqa: ANN001
+    With `whole_turn=True` each utterance is decoded with the caller turn's earlier
+    utterances before it, and its final transcript is the turn's words so far (a caller
+    pausing between digits is read as one code, not digit by digit alone: see
+    voices.stt.TurnSoFar). Lull's `LullLadder` reads such transcripts as replacing the
+    turn's earlier ones and calls `turn_ended()` when it ends the caller's turn."""
+
+    def __init__(self, recognizer, options=None, *, whole_turn: bool = False) -> None:  # noqa: ANN001
         """`options()`: whisper's options for the words awaited now (a flow's backend gives
-        `voices.backends.voice.decode_options`: the short window for a code or a yes/no)."""
+        `voices.backends.voice.decode_options`: the short window for a code or a yes/no).
+        `whole_turn`: decode the turn so far at each utterance (for LullLadder)."""
         super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
         self._recognizer = recognizer
         self._options = options or dict
         self.decodes: list[dict] = []  # per utterance: audio and decode seconds, the words
+        self._turn = TurnSoFar(STT_RATE) if whole_turn else None
+        self._continuing: dict[str, bool] = {}  # the latest transcripts: did each follow earlier utterances?
+
+    @property
+    def whole_turn(self) -> bool:
+        return self._turn is not None
+
+    def continues_turn(self, transcript: str) -> bool:
+        """Was `transcript` the turn's words so far, with its earlier utterances (so it
+        replaces what they said), rather than a turn's first utterance alone?"""
+        return self._continuing.get(transcript, False)
+
+    def turn_ended(self) -> None:
+        """The caller's turn is over: the next utterance starts the next turn."""
+        if self._turn is not None:
+            self._turn.clear()
 
     @property
     def model(self) -> str:
@@ -58,13 +81,17 @@ class LullWhisperSTT(stt.STT):
 
     async def _recognize_impl(self, buffer: AudioBuffer, *, language=None,  # noqa: ANN001
                               conn_options: APIConnectOptions) -> stt.SpeechEvent:
-        samples = framed_like_lull(_mono_16k(buffer), STT_RATE)
+        samples = self._turn.add(_mono_16k(buffer)) if self._turn is not None else framed_like_lull(_mono_16k(buffer), STT_RATE)
         try:
             heard = await asyncio.to_thread(self._recognizer.transcribe, samples, **self._options())
         except Exception as exc:  # a decode that fails is the recogniser's failure, not the call's
             raise APIError(f"whisper: {exc}"[:200], retryable=False) from exc
         self.decodes.append({"audio_s": round(samples.size / STT_RATE, 3), "decode_s": round(heard.decode_s, 3),
-                             "text": heard.text})
+                             "text": heard.text, **({"segments": len(self._turn)} if self._turn is not None else {})})
+        if self._turn is not None:
+            self._continuing[heard.text] = len(self._turn) > 1
+            while len(self._continuing) > 16:
+                del self._continuing[next(iter(self._continuing))]
         return stt.SpeechEvent(type=stt.SpeechEventType.FINAL_TRANSCRIPT,
                                alternatives=[stt.SpeechData(language="en", text=heard.text)])
 

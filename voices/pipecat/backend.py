@@ -118,7 +118,9 @@ class PipecatBackend(FrameworkBackend):
         # caller's first answer waited for it past the flow's watchdog ("Sorry, I missed that")
         await asyncio.to_thread(getattr(self.matcher, "get", lambda: self.matcher))
         # the short window for a code or a yes/no, as Lull's own backends decode
-        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime))
+        # the turn so far decoded at each segment: a caller pausing between digits is one code
+        self.stt = LullWhisperSTT(self.models.recognizer, options=lambda: decode_options(self.session.runtime),
+                                  whole_turn=True)
         rate = self.models.voice.sample_rate
         mic_rate, out_rate = 16_000, rate
         if self.telephony == "twilio":

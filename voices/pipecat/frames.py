@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipecat.frames.frames import DataFrame, SystemFrame
+from pipecat.frames.frames import DataFrame, SystemFrame, TranscriptionFrame
 
 from ladder.events import Event
 
@@ -44,4 +44,14 @@ class WordsDecodingFrame(DataFrame):
     done: bool = False
 
 
-__all__ = ["LullEventFrame", "WordsDecodingFrame"]
+@dataclass
+class TurnTranscriptionFrame(TranscriptionFrame):
+    """The caller's words in the open user turn so far, read again from the turn's start
+    (Lull's whisper service with `whole_turn=True`: voices.stt.TurnSoFar). It replaces
+    the turn's earlier transcriptions: `LullTurnStop` and `LullProcessor` read the turn
+    as its latest such frame says, not as the segments' words strung together. A
+    processor that knows only `TranscriptionFrame` would append it to the turn's earlier
+    words; the service's default (`whole_turn=False`) is one segment's words a frame."""
+
+
+__all__ = ["LullEventFrame", "TurnTranscriptionFrame", "WordsDecodingFrame"]

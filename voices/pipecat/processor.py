@@ -148,7 +148,7 @@ from voices.framework_journal import FrameworkJournal
 from voices.interpret import BackgroundMatcher, make_matcher_soon, read_turn
 from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
 
-from .frames import LullEventFrame
+from .frames import LullEventFrame, TurnTranscriptionFrame
 
 _LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
 _TURN_AUDIO_BLOCKS = 1500  # a turn's voiced audio kept for its level: 30 s of 20 ms blocks
@@ -293,7 +293,7 @@ class LullProcessor(FrameProcessor):
             await self._turn_started()
         elif isinstance(frame, TranscriptionFrame):
             if frame.id not in self._tapped:
-                await self._heard(frame.text)
+                await self._heard(frame.text, whole_turn=isinstance(frame, TurnTranscriptionFrame))
         elif isinstance(frame, UserStoppedSpeakingFrame):
             self._pipecat_turn_open = self._caller_speaking = False
             self._stopped_seq = self._seq
@@ -384,9 +384,13 @@ class LullProcessor(FrameProcessor):
             del self._turn_words[old]  # bounded: a decision that old is stale anyway
         await self._feed(TurnStarted(self.turn_id(self._seq), self._seq))
 
-    async def _heard(self, text: str) -> None:
-        """The caller's words for the turn they are speaking (a final transcription)."""
-        self._user_words.append(text)
+    async def _heard(self, text: str, *, whole_turn: bool = False) -> None:
+        """The caller's words for the turn they are speaking (a final transcription);
+        `whole_turn`: the turn's words so far, which replace the segments' before them."""
+        if whole_turn:
+            self._user_words[:] = [text]  # in place: the turn's words are kept by its number too
+        else:
+            self._user_words.append(text)
         if self._user_stopped and not self._interpreted and not self._model_decides():
             await self._interpret()  # the words came after the stop
         elif (self._session is not None and not self._user_stopped and self._room_verdict is None
@@ -719,7 +723,7 @@ class _TranscriptTap(FrameProcessor):
         await super().process_frame(frame, direction)
         if isinstance(frame, TranscriptionFrame) and direction is FrameDirection.DOWNSTREAM:
             self._lull._tapped.append(frame.id)
-            await self._lull._heard(frame.text)
+            await self._lull._heard(frame.text, whole_turn=isinstance(frame, TurnTranscriptionFrame))
         await self.push_frame(frame, direction)
 
 

@@ -35,7 +35,7 @@ from pipecat.turns.user_turn_strategies import UserTurnStrategies
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, BackgroundVoices, frame_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, Verdict
 
-from .frames import WordsDecodingFrame
+from .frames import TurnTranscriptionFrame, WordsDecodingFrame
 
 
 def _no_interruption_starts() -> list:
@@ -141,7 +141,7 @@ class LullTurnStop(BaseUserTurnStopStrategy):
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             await self._arm(self._end.speech_stopped(self._now(), frame.stop_secs * 1000.0))
         elif isinstance(frame, TranscriptionFrame):
-            await self._arm(self._end.words(self._now(), frame.text))
+            await self._arm(self._end.words(self._now(), frame.text, whole_turn=isinstance(frame, TurnTranscriptionFrame)))
         elif isinstance(frame, WordsDecodingFrame):
             now = self._now()
             await self._arm(self._end.decoded(now) if frame.done else self._end.decoding(now))
