@@ -89,7 +89,7 @@ ROOM_REASONS = {
 
 
 def reader_words(reader) -> str:  # noqa: ANN001
-    """What read a turn, as the console says it after the intent (voices.interpret.read_turn)."""
+    """What read a turn, as the console says it after the intent (voices.understanding.interpret.read_turn)."""
     if not reader:
         return ""
     if reader == "classifier":

@@ -27,7 +27,7 @@ from typing import Any
 
 from ladder import LadderPolicy
 from ladder.events import INTENTS
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from ladder.policy import ABSENT_FROM_OLD_POLICIES
 
 from .corpus import map_sessions, named, verdict

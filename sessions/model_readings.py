@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ladder.flow.shared_intents import LADDER_INTENTS
+from ladder.flow.understanding.shared_intents import LADDER_INTENTS
 
 from .corpus import map_sessions
 from .journal import JournalScan, iter_records
@@ -56,7 +56,7 @@ NOT_COMPARABLE = {
 }
 
 # what each model decision teaches the ladder's matcher: a complete turn is none of the
-# ladder's meanings, so for its intents it is off-topic ("none", voices.phrasing_bench's
+# ladder's meanings, so for its intents it is off-topic ("none", voices.understanding.phrasing_bench's
 # key: this layer cannot import it); a turn cut off teaches nothing
 EXPORT_AS = {"wait_request": "wait_request", "ready": "ready", "answer": "none"}
 assert all(name in LADDER_INTENTS for name in EXPORT_AS.values() if name != "none")  # every flow learns them
@@ -216,7 +216,7 @@ class ModelReadings:
 
 def phrase_key(words: str) -> str:
     """What makes two phrasings the same: their words, lower case, punctuation and
-    spacing aside (the bench's own reading of a phrasing, voices.phrasing_bench)."""
+    spacing aside (the bench's own reading of a phrasing, voices.understanding.phrasing_bench)."""
     return " ".join(re.findall(r"[a-z0-9']+", words.lower()))
 
 

@@ -20,8 +20,8 @@ from ladder import CallerUtterance, StartCall, TurnEnded, TurnStarted, event_fro
 from ladder.events import SetFact
 from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow
 from ladder.flow.runtime import FlowRuntime
-from ladder.flow.shared_intents import flow_intents
-from ladder.flow.text import LexicalMatcher
+from ladder.flow.understanding.shared_intents import flow_intents
+from ladder.flow.understanding.text import LexicalMatcher
 
 from .flowfiles import FlowFileError, load_flow
 from .journal import document_hash

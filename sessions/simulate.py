@@ -40,8 +40,8 @@ from ladder import (
 )
 from ladder.flow.compile import LADDER_DEFAULTS, CompiledFlow
 from ladder.flow.runtime import FlowRuntime
-from ladder.flow.shared_intents import flow_intents
-from ladder.flow.text import LexicalMatcher
+from ladder.flow.understanding.shared_intents import flow_intents
+from ladder.flow.understanding.text import LexicalMatcher
 
 from .archive import ArchiveWriter, members, store_flow
 from .flowfiles import load_flow

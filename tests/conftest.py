@@ -1,7 +1,7 @@
 """Shared fixtures: the private PulseAudio lab (real microphone and speaker, no sound card);
 the real piper and whisper models, loaded once per test process and shared by every
 test file that runs a voice backend; and a cache folder of the test run's own
-(voices.disk_cache), so tests neither read what an earlier run left nor write into the
+(voices.understanding.disk_cache), so tests neither read what an earlier run left nor write into the
 user's cache. Subprocesses inherit it."""
 
 import atexit

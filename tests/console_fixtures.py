@@ -58,7 +58,7 @@ class SilentBackend:
 
     def say(self, text):
         from ladder import CallerUtterance, TurnEnded, TurnStarted
-        from ladder.flow.text import LexicalMatcher
+        from ladder.flow.understanding.text import LexicalMatcher
 
         spec = self.session.flow.spec
         intent, score = LexicalMatcher(dict(spec.intents), spec.intent_threshold).match(text)
@@ -100,11 +100,11 @@ def journal_text_without_clocks(path) -> str:
 
 def held_matcher(data: dict):
     """A matcher whose build waits until the returned event is set (a slow machine's
-    classifier build, on demand): (voices.interpret.BackgroundMatcher, release event)."""
+    classifier build, on demand): (voices.understanding.interpret.BackgroundMatcher, release event)."""
     import threading
 
-    from ladder.flow.text import LexicalMatcher
-    from voices.interpret import BackgroundMatcher
+    from ladder.flow.understanding.text import LexicalMatcher
+    from voices.understanding.interpret import BackgroundMatcher
 
     intents = dict(compile_data(data).spec.intents)
     release = threading.Event()

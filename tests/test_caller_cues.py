@@ -1,4 +1,4 @@
-"""The shapes of words read where the classifier is unsure (ladder.flow.caller_cues):
+"""The shapes of words read where the classifier is unsure (ladder.flow.understanding.caller_cues):
 each shape, and each look-alike it must leave alone, on the yardstick's flows."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from sessions.flowfiles import load_flow
 
 YARDSTICK = Path(__file__).resolve().parent / "flows" / "yardstick"
@@ -64,7 +64,7 @@ def test_a_loss_keeps_the_route_since_what_was_lost_may_be_where_the_value_was()
 
 
 def test_a_flow_without_a_go_on_without_route_is_never_given_one():
-    from ladder.flow.caller_cues import CallerCues
+    from ladder.flow.understanding.caller_cues import CallerCues
 
     reader = CallerCues(wait="wait_request", repeat="repeat_request", go_on_without=None,
                         value_words=frozenset({"reference"}))
@@ -213,7 +213,7 @@ def test_each_shape_names_itself_so_a_designer_sees_what_decided():
 
 def test_what_read_a_turn_reaches_the_console():
     from console.describe import describe, describe_input
-    from voices.interpret import read_turn
+    from voices.understanding.interpret import read_turn
 
     class Kind:  # a matcher with no explain: its kind names it
         kind = "embedding"

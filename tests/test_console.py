@@ -295,7 +295,7 @@ async def test_the_sessions_screen_steps_through_a_recording_and_replays_it(tmp_
 
 @run_async
 async def test_the_media_line_says_when_intents_fall_back_to_a_lesser_matcher(monkeypatch):
-    import voices.interpret as interpret
+    import voices.understanding.interpret as interpret
     from voices.backends.text import TextBackend
 
     def missing():

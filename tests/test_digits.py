@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from ladder.flow.text import digit_answer_evidence, mask_digits, parse_digits, restarts
+from ladder.flow.understanding.text import digit_answer_evidence, mask_digits, parse_digits, restarts
 from sessions.replay import replay
 from sessions.scenarios import load_scenario, run_scenario
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import voices.intent_classifier as ic
-from voices import disk_cache
-from voices.interpret import load_minilm
+import voices.understanding.intent_classifier as ic
+from voices.understanding import disk_cache
+from voices.understanding.interpret import load_minilm
 
 INTENTS = {
     "wait_request": ("hold on", "give me a second", "one moment please"),

@@ -124,7 +124,7 @@ def observations(folder, kind):
 
 def carries_code(text: str, code: str) -> bool:
     """Is the code in these words, in any spelling the digit parser reads?"""
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     digits = parse_digits(text) or ""
     return code in digits.replace(" ", "") or code in text.replace(" ", "")
@@ -152,7 +152,7 @@ def run(call, scenario):
 def says(heard: str, phrase: str, at_least: float = 0.75) -> bool:
     """Did the recording say `phrase`? Word-level similarity over a sliding window, so
     tiny.en's small slips ("carry it on") do not fail a test about the agent's words."""
-    from ladder.flow.text import word_similarity, words
+    from ladder.flow.understanding.text import word_similarity, words
 
     said, n = words(heard), len(words(phrase))
     return any(

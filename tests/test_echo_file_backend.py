@@ -83,7 +83,7 @@ def test_a_caller_over_the_question_cuts_it_once_and_is_captured_through_the_ech
     assert {m["track"] for m in masked} == {"mic", "out"}
     from voices.stt import WhisperRecognizer, load_wav_16k
 
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     whisper = WhisperRecognizer()
     for name in ("mic.wav", "out.wav"):

@@ -124,7 +124,7 @@ def _silent_wording(document: dict, stage: str) -> list[str]:
 def test_the_ladder_speaks_of_what_the_question_asks_for():
     """A name is known, not found ("to hand"); a day is chosen; a code is found. The slot's
     kind (written by `flow new`, or set by hand) picks the wording and the phrases."""
-    from ladder.flow.shared_intents import flow_intents
+    from ladder.flow.understanding.shared_intents import flow_intents
 
     pet = scaffold_flow("vet", "pet_name", "text", label="pet's name")
     assert pet["slots"]["pet_name"]["kind"] == "know"

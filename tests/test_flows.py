@@ -8,7 +8,7 @@ import pytest
 from ladder.flow.compile import compile_flow, merge_timing
 from ladder.flow.locate import value_positions
 from ladder.flow.spec import FlowSpec, Timing, flow_schema
-from ladder.flow.text import (
+from ladder.flow.understanding.text import (
     LexicalMatcher,
     parse_digits,
     parse_number,

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import soundfile
 
-from ladder.flow.text import digit_answer_evidence, parse_digits
+from ladder.flow.understanding.text import digit_answer_evidence, parse_digits
 from voices.human_speech import HERE, material
 from voices.turn_bench import CALLER, HUMAN_CALLER, HUMAN_GAP_S, _flow, human_turns
 

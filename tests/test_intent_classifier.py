@@ -1,4 +1,4 @@
-"""Kind "classifier" (voices.intent_classifier): softmax regression trained at matcher
+"""Kind "classifier" (voices.understanding.intent_classifier): softmax regression trained at matcher
 construction on the flow's examples and an off-topic "none" class. The training maths
 runs on synthetic data; the matcher itself needs the all-MiniLM-L6-v2 wheel (skipped
 when it is not installed)."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from voices import intent_classifier as ic
-from voices.intent_bench import CALL_LIKE_OFF_TOPIC, UNRELATED, run_intent_bench
-from voices.interpret import MATCHER_KINDS, make_matcher, normalise
+from voices.understanding import intent_classifier as ic
+from voices.understanding.intent_bench import CALL_LIKE_OFF_TOPIC, UNRELATED, run_intent_bench
+from voices.understanding.interpret import MATCHER_KINDS, make_matcher, normalise
 
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
@@ -116,7 +116,7 @@ def test_classifier_keeps_the_normalisation_rules() -> None:
 
 
 # The L2 (3e-5) came from `cross_validate_flows` before issue 27 (`python -m
-# voices.intent_classifier` runs it again); the lexical features and the threshold were
+# voices.understanding.intent_classifier` runs it again); the lexical features and the threshold were
 # then chosen on the yardstick's dev phrasings, and test_yardstick re-measures the
 # figures they give. The cross-validation itself is not in the suite: over the grown
 # training sets it took 15 minutes of a core.

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder.flow.text import words
-from voices.intent_bench import HELD_OUT_SETS, POOLED, run_intent_bench
-from voices.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, make_matcher, normalise
+from ladder.flow.understanding.text import words
+from voices.understanding.intent_bench import HELD_OUT_SETS, POOLED, run_intent_bench
+from voices.understanding.interpret import CLARIFICATION, DEFAULT_EMBEDDING_THRESHOLD, EmbeddingMatcher, make_matcher, normalise
 
 FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}

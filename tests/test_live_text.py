@@ -150,7 +150,7 @@ def test_lull_rehearse_types_turns_through_the_voice_backends_classifier():
     # a typed turn is understood as a spoken one would be: "the printer is jammed" shares
     # enough letters with an example for the character-level matcher, not for the classifier
     from console.cli import rehearse
-    from voices.intent_classifier import ClassifierMatcher
+    from voices.understanding.intent_classifier import ClassifierMatcher
 
     async def body():
         backend = rehearse._make_backend("text", None, None, None, None, None, None)
@@ -165,8 +165,8 @@ def test_lull_rehearse_types_turns_through_the_voice_backends_classifier():
 
 
 def test_without_minilm_typed_turns_match_lexically_and_the_journal_says_so(monkeypatch):
-    import voices.interpret as interpret
-    from ladder.flow.text import LexicalMatcher
+    import voices.understanding.interpret as interpret
+    from ladder.flow.understanding.text import LexicalMatcher
 
     def missing():
         raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")

@@ -22,7 +22,7 @@ from sessions.replay import replay  # noqa: E402
 from voices.livekit import LullLadder, quiet_livekit_logs  # noqa: E402
 from voices.livekit.scripted_llm import TableLLM  # noqa: E402
 from voices.livekit.simulated import ClockedOutput, ScriptedSTT, ScriptedVAD, SilentInput, SilentTTS  # noqa: E402
-from voices.model_reading import HOLD_NOTE  # noqa: E402
+from voices.understanding.model_reading import HOLD_NOTE  # noqa: E402
 from voices.virtual_loop import run_virtual  # noqa: E402
 
 quiet_livekit_logs()

@@ -24,7 +24,7 @@ from sessions.journal import JournalWriter
 from sessions.metrics import folder_metrics, session_metrics
 from sessions.model_readings import corpus_phrasings, phrasing_file
 from sessions.replay import replay
-from voices.phrasing_bench import NONE_KEY
+from voices.understanding.phrasing_bench import NONE_KEY
 
 W, R, A, C = "wait_request", "ready", "answer", "cut_off"
 

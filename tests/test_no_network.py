@@ -102,7 +102,7 @@ def test_a_file_backend_call_sends_nothing_and_leaves_no_device_id(tmp_path: Pat
     """`lull say` then a file-backend call of about 14 s (past onnxruntime's ~9 s
     telemetry delay), both traced: no connect or send to anything but loopback, no DNS,
     and nothing written into the private HOME or cache folder but Lull's own cache of the
-    intent classifier (voices.disk_cache)."""
+    intent classifier (voices.understanding.disk_cache)."""
     strace = require_strace()
     env = private_environment(tmp_path)
     caller = tmp_path / "caller.wav"

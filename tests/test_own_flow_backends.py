@@ -70,10 +70,10 @@ def check_the_recording(folder, session):
 
 
 def test_on_the_text_backend_the_hold_keeps_company_and_a_partial_answer_is_acknowledged(tmp_path):
-    from ladder.flow.shared_intents import flow_intents
+    from ladder.flow.understanding.shared_intents import flow_intents
     from sessions.live import LiveSession
     from voices.backends.text import TextBackend
-    from voices.interpret import make_matcher
+    from voices.understanding.interpret import make_matcher
     from voices.virtual_loop import VirtualTimeLoop
 
     flow = short_hold_flow()

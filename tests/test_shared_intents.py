@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from test_cli import lull
 
-from ladder.flow.shared_intents import LADDER_INTENTS, ROUTE_ROLES, flow_intents, route_for
+from ladder.flow.understanding.shared_intents import LADDER_INTENTS, ROUTE_ROLES, flow_intents, route_for
 from ladder.policy import Route
 from sessions.flowfiles import load_flow
-from voices.intent_bench import CALL_LIKE_OFF_TOPIC, HELD_OUT_SETS, UNRELATED
-from voices.normalise import normalise
-from voices.phrasing_bench import PhrasingFileError, load_phrasings
+from voices.understanding.intent_bench import CALL_LIKE_OFF_TOPIC, HELD_OUT_SETS, UNRELATED
+from voices.understanding.normalise import normalise
+from voices.understanding.phrasing_bench import PhrasingFileError, load_phrasings
 
 FLOWS = Path(__file__).parent / "flows"
 OWN = ["pharmacy_refill", "meter_reading", "card_activation"]
@@ -91,13 +91,13 @@ def test_bench_intents_measures_any_flow_against_any_phrasing_file_as_json(tmp_p
     assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
 
 
-# Measured once the constants were chosen (voices.intent_classifier): pharmacy_refill
+# Measured once the constants were chosen (voices.understanding.intent_classifier): pharmacy_refill
 # 66/72 (weakest ready 10/12, off-topic 1/12), meter_reading 76/84 (ready 9/12, 0/12),
 # card_activation 76/84 (route:lost_card 9/12, 2/12); each learning its own 8 examples an
 # intent and Lull's shared phrases. With its own examples alone: 43/72, 57/84, 56/84.
 @pytest.mark.parametrize("name", OWN)
 def test_a_designers_flow_with_8_examples_an_intent_meets_the_targets_on_its_held_out_phrasings(name):
-    from voices.phrasing_bench import run_phrasing_bench
+    from voices.understanding.phrasing_bench import run_phrasing_bench
 
     result = run_phrasing_bench(str(FLOWS / f"{name}.json"), FLOWS / "phrasings" / f"{name}.json")
     print(f"\n{name}: {result['pooled']} weakest {result['weakest']} off-topic {result['off_topic']} misses {result['misses']}")

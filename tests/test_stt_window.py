@@ -108,7 +108,7 @@ def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):
     """The case that kept the short window off: two digits, 1.2 s of silence, three more."""
     from file_caller import speech
 
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     def silence(seconds):
         return np.zeros(int(seconds * 16000), np.float32)

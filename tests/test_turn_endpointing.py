@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from ladder.flow.text import answer_progress
+from ladder.flow.understanding.text import answer_progress
 from call_clock import heard_seconds
 from call_clock import until as wait_until
 from file_caller import speech, talk

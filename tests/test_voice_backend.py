@@ -196,7 +196,7 @@ def test_a_restarted_call_gets_a_new_file_backend_on_the_loaded_models(tmp_path,
 
 
 def test_without_minilm_the_voice_backend_matches_with_wordllama_and_says_so(monkeypatch):
-    import voices.interpret as interpret
+    import voices.understanding.interpret as interpret
 
     def missing():
         raise interpret.InterpreterError("cannot load the MiniLM model offline: not installed")

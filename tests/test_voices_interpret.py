@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import wordllama
 
-from ladder.flow.text import LexicalMatcher, words
-from voices import interpret
-from voices.interpret import (
+from ladder.flow.understanding.text import LexicalMatcher, words
+from voices.understanding import interpret
+from voices.understanding.interpret import (
     DEFAULT_EMBEDDING_THRESHOLD,
     EmbeddingMatcher,
     InterpreterError,
@@ -29,9 +29,9 @@ FLOW = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "re
 INTENTS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in json.loads(FLOW.read_text())["intents"].items()}
 LEXICAL_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 
-# Phrasings a caller might use, none of them an example in the flow (voices.intent_bench:
+# Phrasings a caller might use, none of them an example in the flow (voices.understanding.intent_bench:
 # written before measuring and kept as written; `lull bench intents` prints them too).
-from voices.intent_bench import CALL_LIKE_OFF_TOPIC, FRESH, HELD_OUT, HELD_OUT_SETS, UNRELATED  # noqa: E402
+from voices.understanding.intent_bench import CALL_LIKE_OFF_TOPIC, FRESH, HELD_OUT, HELD_OUT_SETS, UNRELATED  # noqa: E402
 
 
 Matcher = EmbeddingMatcher | LexicalMatcher
@@ -103,7 +103,7 @@ def test_held_out_phrasings_are_not_examples() -> None:
 # Once below 80 % for want of examples ("pardon?", "connect me with a representative",
 # "mhm" came back unclear) and for negation ("I haven't got it" read as ready): the
 # flow now has more examples per intent and the matcher compares polarity
-# (voices.interpret.NEGATIONS). Since the examples tripled, wordllama misses one of
+# (voices.understanding.interpret.NEGATIONS). Since the examples tripled, wordllama misses one of
 # HELD_OUT's eight wait requests ("wait while I grab it", unclear); the 90 % target is
 # on every held-out set pooled, for the kind in use (tests/test_intent_sets.py).
 @pytest.mark.parametrize("intent", list(HELD_OUT))
@@ -256,7 +256,7 @@ def test_make_matcher_minilm_kinds() -> None:
 
 
 def test_minilm_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from voices import sentence_encoder
+    from voices.understanding import sentence_encoder
 
     sentence_encoder._cached.cache_clear()
     monkeypatch.setattr(sentence_encoder.importlib.util, "find_spec", lambda name: None)
@@ -271,7 +271,7 @@ def test_minilm_load_failure_is_one_clear_error(monkeypatch: pytest.MonkeyPatch)
 def test_background_matcher_waits_for_its_build_and_raises_its_error():
     import threading
 
-    from voices.interpret import BackgroundMatcher, make_matcher_soon
+    from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon
 
     release = threading.Event()
 
@@ -305,7 +305,7 @@ def test_a_build_that_ends_after_its_loop_closed_hands_nothing_over(caplog):
     import logging
     import threading
 
-    from voices.interpret import BackgroundMatcher
+    from voices.understanding.interpret import BackgroundMatcher
 
     release = threading.Event()
     matcher = BackgroundMatcher(lambda: release.wait(5) and LexicalMatcher({"ready": ("I have it",)}, 0.5))
@@ -329,7 +329,7 @@ def test_a_process_quits_while_a_build_still_runs():
 
     script = (
         "import threading\n"
-        "from voices.interpret import BackgroundMatcher\n"
+        "from voices.understanding.interpret import BackgroundMatcher\n"
         "matcher = BackgroundMatcher(lambda: threading.Event().wait())  # never ends\n"
         "print('quitting', matcher.ready)\n"
     )

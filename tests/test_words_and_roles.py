@@ -13,7 +13,7 @@ import pytest
 from ladder import AskQuestion, Controller, PlaybackCompleted
 from ladder.events import TurnEnded, TurnInterpreted, TurnStarted
 from ladder.flow.route_roles import read_route_roles
-from ladder.flow.shared_intents import PERSON, flow_intents
+from ladder.flow.understanding.shared_intents import PERSON, flow_intents
 from ladder.flow.slot_words import abbreviated, id_in_words
 from ladder.policy import LadderPolicy
 from sessions.flowfiles import check_data

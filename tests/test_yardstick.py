@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from voices.phrasing_bench import run_yardstick
+from voices.understanding.phrasing_bench import run_yardstick
 
 ROOT = Path(__file__).resolve().parents[1]
 YARDSTICK = ROOT / "tests" / "flows" / "yardstick"
@@ -84,9 +84,9 @@ def check_the_readme_says_which_targets_the_sealed_sets_meet(measured):
 
 def check_a_caller_asking_for_a_person_is_heard_as_each_flows_person_route_by_the_voice_matcher():
     # the same matcher the voice backends build (the bench built it: from the cache here)
-    from ladder.flow.shared_intents import flow_intents
+    from ladder.flow.understanding.shared_intents import flow_intents
     from sessions.flowfiles import load_flow
-    from voices.interpret import make_matcher
+    from voices.understanding.interpret import make_matcher
 
     asks = ("can I speak to a person please", "put me through to someone who works there", "I want a human")
     for path in sorted(YARDSTICK.glob("*.json")):
@@ -100,7 +100,7 @@ def check_a_caller_asking_for_a_person_is_heard_as_each_flows_person_route_by_th
 def test_the_readme_figures_and_targets_are_the_benchs_and_a_person_request_is_heard_on_every_flow(measured):
     # one test, so one worker trains the six flows' classifiers (about half a minute of
     # a core) and the checks read them from its memory; split across workers the other
-    # waits for them (voices.disk_cache.building)
+    # waits for them (voices.understanding.disk_cache.building)
     check_the_readme_table_is_what_the_bench_measures(measured)
     check_the_readme_says_which_targets_the_sealed_sets_meet(measured)
     check_a_caller_asking_for_a_person_is_heard_as_each_flows_person_route_by_the_voice_matcher()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from voices.heard_phrasings import heard_yardstick
+from voices.understanding.heard_phrasings import heard_yardstick
 from voices.line.pstn import LineSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The edges: microphone, speaker, VAD, STT, TTS, interpretation, media health."""
+"""The edges: microphone, speaker, VAD, STT, TTS, understanding callers (understanding/), media health."""
 
 from .offline import go_offline
 

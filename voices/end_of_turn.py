@@ -40,7 +40,7 @@ def holds_value(rt, text: str) -> bool:
     pending = pending_slot(rt)
     if pending is None or not text:
         return False
-    from ladder.flow.text import answer_progress
+    from ladder.flow.understanding.text import answer_progress
 
     slot, partial = pending[0], pending[1]
     return answer_progress(slot.type, text, min_length=slot.min_length, max_length=slot.max_length,
@@ -99,7 +99,7 @@ class SlotAwareJudge:
         pending = pending_slot(self.runtime())
         if pending is None or not words.strip():
             return Verdict("hold", self.hold_ms)
-        from ladder.flow.text import answer_progress
+        from ladder.flow.understanding.text import answer_progress
 
         slot, partial, end_ms, partial_ms = pending
         intent = None

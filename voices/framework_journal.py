@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ladder.flow.text import mask_digits
+from ladder.flow.understanding.text import mask_digits
 from sessions.journal import JournalWriter
 
 
@@ -26,7 +26,7 @@ class FrameworkJournal:
         self.folder = folder
         self._header = header
         self._writer: JournalWriter | None = None
-        self._cipher: dict[str, str] = {}  # the call's digit stand-ins (ladder.flow.text.mask_digits)
+        self._cipher: dict[str, str] = {}  # the call's digit stand-ins (ladder.flow.understanding.text.mask_digits)
         self._masked: dict[str, str] = {}  # words that came in -> as the journal holds them
 
     def input(self, at: float, event) -> None:

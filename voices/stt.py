@@ -141,7 +141,7 @@ def _same_reading(a: str, b: str) -> bool:
     """Do two decodes say the same, whatever their spacing and punctuation ("29, 340" and
     "2 9 3 4 0"), or give the agent the same digits and the same yes or no ("to 9, 3 4 0"
     and "29 340"; not "no, 4 8 2 2" and "4 8 2 2")?"""
-    from ladder.flow.text import parse_digits, parse_yes_no
+    from ladder.flow.understanding.text import parse_digits, parse_yes_no
 
     a, b = clean_transcript(a), clean_transcript(b)
     if "".join(_TOKEN.findall(a.lower())) == "".join(_TOKEN.findall(b.lower())):

@@ -119,7 +119,7 @@ HELD_OUT_SEED = 41
 
 
 def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None, seed: int = DEV_SEED) -> dict:
-    from ladder.flow.text import parse_digits, parse_yes_no
+    from ladder.flow.understanding.text import parse_digits, parse_yes_no
 
     callers = make_callers(voice, codes, seed=seed, answers=answers)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}

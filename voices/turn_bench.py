@@ -362,7 +362,7 @@ def run_turn_bench(turns: int = 8, echo: bool = True, frameworks: dict | None = 
         result["wait_from_the_recording_ms"][name] = run["gaps_ms"]
         result[name] = run
         # a caller cut mid-number: a turn whose words hold part of a code (1-3 digits)
-        from ladder.flow.text import parse_digits
+        from ladder.flow.understanding.text import parse_digits
 
         heard, answers = run["heard"], [kind == "answer" for kind in kinds]
         if len(heard) == turns:  # one utterance a turn: an answer heard short of its four digits
@@ -419,7 +419,7 @@ def compare_whisper_options(recognizer, clips: list[np.ndarray], said: list[str]
     after), interleaved so a noisy machine weighs on all alike: decode median and p90,
     and how many utterances gave the digits that were said. `through`: what each
     segment passes through first (a telephone line's direction)."""
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     variants = WHISPER_VARIANTS if variants is None else variants
     segments = [np.concatenate([np.zeros(4800, np.float32), clip, np.zeros(3200, np.float32)]) for clip in clips]

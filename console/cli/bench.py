@@ -224,7 +224,7 @@ def bench_intents(
     line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also down a phone line: 8 kHz G.711 mu-law, a -45 dBFS floor.")] = None,
     audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
     heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
-    caller_acts: Annotated[bool, typer.Option("--caller-acts", help="The classifier also learns the caller-act phrasings written outside the team (voices/caller_acts).")] = False,
+    caller_acts: Annotated[bool, typer.Option("--caller-acts", help="The classifier also learns the caller-act phrasings written outside the team (voices/understanding/caller_acts).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real models).
@@ -244,8 +244,8 @@ def bench_intents(
       lull bench intents my_flow.json --audio recordings/
       lull bench intents --yardstick tests/flows/yardstick2 --spoken --line pstn --json
     """
-    import voices.interpret as interpret
-    from voices.interpret import MATCHER_KINDS
+    import voices.understanding.interpret as interpret
+    from voices.understanding.interpret import MATCHER_KINDS
 
     if caller_acts:
         interpret.CALLER_ACTS = True
@@ -283,7 +283,7 @@ def bench_intents(
         return
     if own_only:
         fail("--own-only needs --phrasings (the shipped sets are measured as the voice backends learn)")
-    from voices.intent_bench import run_intent_bench
+    from voices.understanding.intent_bench import run_intent_bench
 
     results = [run_intent_bench(flow, kind) for kind in kinds]
     if as_json:
@@ -319,7 +319,7 @@ def bench_intents(
 
 
 def _bench_phrasings(flow: str, phrasings: Path, kinds: list[str], own_only: bool, as_json: bool) -> None:
-    from voices.phrasing_bench import PhrasingFileError, run_phrasing_bench
+    from voices.understanding.phrasing_bench import PhrasingFileError, run_phrasing_bench
 
     results = []
     for kind in kinds:
@@ -358,7 +358,7 @@ def _bench_phrasings(flow: str, phrasings: Path, kinds: list[str], own_only: boo
 
 
 def _bench_yardstick(folder: Path, kind: str, as_json: bool) -> None:
-    from voices.phrasing_bench import PhrasingFileError, run_yardstick
+    from voices.understanding.phrasing_bench import PhrasingFileError, run_yardstick
 
     try:
         result = run_yardstick(folder, matcher_kind=kind)
@@ -400,8 +400,8 @@ _CONDITIONS = {"text": "as text", "spoken": "spoken", "line": "down the line", "
 
 def _bench_heard(flow: str, phrasings: Path | None, audio: Path | None, spoken: bool, line, kind: str,
                  heard: Path | None, as_json: bool) -> None:
-    from voices.heard_phrasings import heard_bench
-    from voices.phrasing_bench import PhrasingFileError
+    from voices.understanding.heard_phrasings import heard_bench
+    from voices.understanding.phrasing_bench import PhrasingFileError
 
     progress = Progress("turns heard")
     try:
@@ -443,8 +443,8 @@ def _share(row: dict | None) -> str:
 
 
 def _bench_heard_yardstick(folder: Path, kind: str, spoken: bool, line, as_json: bool) -> None:
-    from voices.heard_phrasings import heard_yardstick
-    from voices.phrasing_bench import PhrasingFileError
+    from voices.understanding.heard_phrasings import heard_yardstick
+    from voices.understanding.phrasing_bench import PhrasingFileError
 
     try:
         result = heard_yardstick(folder, spoken=spoken, line=line, matcher_kind=kind,

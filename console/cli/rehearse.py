@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from sessions.flowfiles import (
     DEFAULT_FLOW,
     FlowFileError,
@@ -298,10 +298,10 @@ def _choose_backend(backend: str, input_device: str | None, output_device: str |
 
 def _start_matcher_build(compiled) -> None:
     """Begin the voice backends' intent matcher for this flow; the backend's attach
-    takes it over (voices.interpret.make_matcher_soon). A missing model is left for the
+    takes it over (voices.understanding.interpret.make_matcher_soon). A missing model is left for the
     backend to report."""
     from voices.backends.voice import VoiceModels
-    from voices.interpret import InterpreterError, make_matcher_soon
+    from voices.understanding.interpret import InterpreterError, make_matcher_soon
 
     try:
         make_matcher_soon(flow_intents(compiled.spec), None, VoiceModels.matcher_kind)  # type: ignore[arg-type]

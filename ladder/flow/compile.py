@@ -26,7 +26,7 @@ from .compiled import MAIN, CompiledFlow, Diagnostic, FlowCompileError, Layer, P
 from .guards import Guard
 from .lint import lint_flow
 from .route_roles import read_route_roles, with_roles
-from .shared_intents import slot_kind
+from .understanding.shared_intents import slot_kind
 from .slot_words import abbreviated, id_in_words
 from .spec import (
     CommitPolicy,

@@ -65,7 +65,7 @@ from .compile import (
 )
 from .edits import apply_edits
 from .spec import FlowSpec, StageSpec, Timing
-from .text import (
+from .understanding.text import (
     digit_answer_evidence,
     hide_digit_values,
     mask_digits,

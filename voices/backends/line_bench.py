@@ -87,7 +87,7 @@ def stage_medians(latencies: list[dict], keys: tuple[str, ...]) -> dict:
 def digits_read(heard: list[str], said: list[str], answers: list[bool]) -> dict:
     """How many codes were read as said, one heard utterance a turn (None when the turns
     were heard in more or fewer parts than were said)."""
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     if len(heard) != len(said):
         return {"right": None, "of": sum(answers), "misread": []}
@@ -98,7 +98,7 @@ def digits_read(heard: list[str], said: list[str], answers: list[bool]) -> dict:
 
 def cut_mid_number(heard: list[str], answers: list[bool]) -> list[str]:
     """The caller's words that hold part of a code (1-3 digits): an answer cut short."""
-    from ladder.flow.text import parse_digits
+    from ladder.flow.understanding.text import parse_digits
 
     if len(heard) == len(answers):
         return [w for w, answer in zip(heard, answers, strict=True) if answer and len(parse_digits(w) or "") < 4]

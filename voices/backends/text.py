@@ -3,7 +3,7 @@
 Playback is simulated in real time from the prompt's word count, one prompt after
 another as a loudspeaker would play them; a cancelled prompt stops at once. Typed
 caller turns are interpreted with the flow's example phrases: by the character-level
-LexicalMatcher unless a `matcher_kind` of voices.interpret is asked for (`lull rehearse`
+LexicalMatcher unless a `matcher_kind` of voices.understanding.interpret is asked for (`lull rehearse`
 asks for the voice backends' classifier, so a typed turn is understood as a spoken one
 would be; without the MiniLM wheel it falls back to lexical and journals why).
 """
@@ -23,8 +23,8 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
-from ladder.flow.shared_intents import flow_intents
-from ladder.flow.text import LexicalMatcher
+from ladder.flow.understanding.shared_intents import flow_intents
+from ladder.flow.understanding.text import LexicalMatcher
 
 if TYPE_CHECKING:
     from sessions.live import LiveSession
@@ -62,7 +62,7 @@ class TextBackend:
         if self.matcher is None:
             spec = session.flow.spec
             if self.matcher_kind != "lexical":
-                from voices.interpret import InterpreterError, make_matcher_soon
+                from voices.understanding.interpret import InterpreterError, make_matcher_soon
 
                 try:
                     self.matcher = make_matcher_soon(flow_intents(spec), None, self.matcher_kind)  # type: ignore[arg-type]
@@ -148,7 +148,7 @@ class TextBackend:
 class TypedTurns:
     """Typed caller turns (every backend accepts them), in order with what the designer
     does after them. A turn typed while the matcher still builds
-    (voices.interpret.BackgroundMatcher) waits whole for it, off the loop: fed at once,
+    (voices.understanding.interpret.BackgroundMatcher) waits whole for it, off the loop: fed at once,
     its words would wait past the recogniser watchdog on a busy machine, and the agent
     would say it missed them. An incident injected after such a turn waits behind it
     (`after`), so the call hears them in the order they were typed."""
@@ -186,7 +186,7 @@ class TypedTurns:
 
     def _turn(self, matcher, text: str, seq: int, heard: Callable[[], None] | None) -> None:
         turn = f"{self._prefix}-{seq}"
-        from voices.interpret import read_turn
+        from voices.understanding.interpret import read_turn
 
         intent, score, reader = read_turn(matcher, text) if text.strip() else (None, 0.0, None)
         if heard is not None:

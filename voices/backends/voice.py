@@ -64,7 +64,7 @@ from ladder import (
     TurnEnded,
     TurnStarted,
 )
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
 from voices.end_of_turn import holds_value, pending_slot
@@ -124,7 +124,7 @@ class VoiceModels:
     recognizer: Any
     vad_model: Path | None = None
     # intent matching on the voice backends: a softmax classifier over MiniLM trained on
-    # the flow's examples (voices.intent_classifier), its constants chosen by
+    # the flow's examples (voices.understanding.intent_classifier), its constants chosen by
     # cross-validation on those examples alone; `lull bench intents --matcher all`
     # measures it the most right of the kinds, with the fewest off-topic turns accepted
     matcher_kind: str = "classifier"
@@ -242,8 +242,8 @@ class VoiceBackend:
             report_pauses=True, pause_report_ms=SPECULATE_AFTER_MS,
         )
         spec = session.flow.spec
-        if self.models.matcher_kind != "lexical":  # an embedding kind (voices.interpret)
-            from voices.interpret import (
+        if self.models.matcher_kind != "lexical":  # an embedding kind (voices.understanding.interpret)
+            from voices.understanding.interpret import (
                 InterpreterError,
                 make_matcher,
                 make_matcher_soon,
@@ -262,7 +262,7 @@ class VoiceBackend:
                 self.matcher = make_matcher(flow_intents(spec), None, "embedding")
                 self.matcher_fallback = {"asked": kind, "using": "embedding", "why": str(exc)[:200]}
         else:
-            from ladder.flow.text import LexicalMatcher
+            from ladder.flow.understanding.text import LexicalMatcher
 
             self.matcher = LexicalMatcher(flow_intents(spec).own_only(), spec.intent_threshold)
 
@@ -541,7 +541,7 @@ class VoiceBackend:
         if pending is None or not recognition.text:
             return
         slot_spec, partial, end_ms, hold_ms = pending
-        from ladder.flow.text import answer_progress
+        from ladder.flow.understanding.text import answer_progress
 
         intent = self.matcher.match(recognition.text)[0] if self.matcher is not None else None
         progress = answer_progress(slot_spec.type, recognition.text, min_length=slot_spec.min_length,
@@ -714,7 +714,7 @@ class VoiceBackend:
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
-        from voices.interpret import read_turn
+        from voices.understanding.interpret import read_turn
 
         intent, score, reader = read_turn(self.matcher, text) if text else (None, 0.0, None)
         level = self._turn_level.get(turn)

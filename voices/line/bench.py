@@ -51,7 +51,7 @@ def run_line_listen_bench(models, line: LineSettings, codes: int = 48, seed: int
     """The callers (`codes`, and the first `answers` of the fixed answers and requests:
     all by default) wideband and through `line`; the VAD on `noise_seconds` of the
     line's noise alone at each level. `full_window=False` leaves out the 30 s decode."""
-    from ladder.flow.text import parse_digits, parse_yes_no
+    from ladder.flow.understanding.text import parse_digits, parse_yes_no
     from voices.backends.voice import PRE_ROLL_MS, SPECULATE_AFTER_MS
     from voices.levels import audible_end
     from voices.stt_bench import IN_USE, SHORT, VARIANTS, _normal, make_callers

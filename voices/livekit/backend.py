@@ -26,11 +26,11 @@ from pathlib import Path
 
 from livekit.agents import Agent, AgentSession
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from voices.backends.voice import decode_options
 from voices.end_of_turn import COMPLETE_VALUE_END_MS, PARTIAL_VALUE_HOLD_MS
 from voices.framework_backend import FrameworkBackend
-from voices.interpret import make_matcher_soon
+from voices.understanding.interpret import make_matcher_soon
 
 from voices.framework_recording import FrameworkRecordings
 from voices.room_echo import RoomEcho

@@ -35,11 +35,11 @@ from pipecat.processors.audio.vad_processor import VADProcessor
 from pipecat.turns.user_turn_processor import UserTurnProcessor
 from pipecat.workers.runner import WorkerRunner
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 from voices.backends.voice import decode_options
 from voices.framework_backend import FrameworkBackend
 from voices.framework_recording import FrameworkRecordings
-from voices.interpret import make_matcher_soon
+from voices.understanding.interpret import make_matcher_soon
 
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT

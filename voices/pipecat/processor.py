@@ -141,12 +141,12 @@ from ladder import (
 )
 from ladder.effects import Effect
 from ladder.events import Event
-from ladder.flow.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
+from ladder.flow.understanding.shared_intents import LADDER_INTENTS, LearnedIntents, flow_intents
 from voices.background_voices import BackgroundVoices, speech_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.interpret import BackgroundMatcher, make_matcher_soon, read_turn
-from voices.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
+from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn
+from voices.understanding.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
 
 from .frames import LullEventFrame, TurnTranscriptionFrame
 

@@ -114,7 +114,7 @@ class MiniLMEncoder:
                 pooling = json.loads(z.read("1_Pooling/config.json"))
                 tokenizer_json = z.read("tokenizer.json").decode("utf-8")
                 tensors = parse_safetensors(z.read("model.safetensors"))
-                # what the vectors depend on, by content (voices.disk_cache keeps them by it)
+                # what the vectors depend on, by content (voices.understanding.disk_cache keeps them by it)
                 crcs = [z.getinfo(n).CRC for n in ("model.safetensors", "tokenizer.json", "config.json")]
         except (OSError, KeyError, zipfile.BadZipFile, ValueError) as exc:
             raise EncoderError(f"cannot read the MiniLM model from {path}: {type(exc).__name__}: {exc}") from None

@@ -229,7 +229,7 @@ class Hearer:
         """The recogniser's name in the key ("tiny.en (bundled)"), known without loading it."""
         name = getattr(self.recognizer, "model_name", None)
         if name is None:
-            from .stt import WhisperRecognizer
+            from voices.stt import WhisperRecognizer
 
             name = WhisperRecognizer._resolve(None)[1]
         return str(name)
@@ -401,7 +401,7 @@ def heard_bench(flow_ref: str, *, phrasings: Path | None = None, audio: Path | N
         out["conditions"]["text"] = {k: text[k] for k in ("intents", "pooled", "off_topic", "weakest", "misses",
                                                           "off_topic_accepted", "match_ms_per_turn")}
     if recognizer is None and not cached_only:
-        from .stt import WhisperRecognizer
+        from voices.stt import WhisperRecognizer
 
         recognizer = WhisperRecognizer()
     source = audio if audio is not None else phrasings
@@ -448,7 +448,7 @@ def heard_yardstick(folder: Path, *, sets: tuple[str, ...] = ("sealed",), spoken
     if not flows:
         raise PhrasingFileError(f"{folder}: no flow files (*.json) to measure")
     if recognizer is None and not cached_only:
-        from .stt import WhisperRecognizer
+        from voices.stt import WhisperRecognizer
 
         recognizer = WhisperRecognizer()
     out: dict = {"folder": str(folder), "matcher": matcher_kind, "flows": {}, "sets": {}}

@@ -15,7 +15,7 @@ again). A few kinds of channel are said many ways ("post" and "mail", "website" 
 
 Only a route that is not a person or a repeat is chosen by its words (those are
 asked for in everyone's words, which the shared phrases teach), and only where the
-classifier is unsure or picked another route (voices.intent_classifier). A turn that
+classifier is unsure or picked another route (voices.understanding.intent_classifier). A turn that
 names two routes decides nothing.
 
 Pure: a spec in, words out.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from ..policy import route_role
+from ...policy import route_role
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 

@@ -23,7 +23,7 @@ The target is on all of them pooled ("every phrasing the flow does not contain")
 intent: 26-36 phrasings an intent, where a set alone holds 5-8 and one miss is 12-20 %.
 
 `matcher_kind` picks the matcher (wordllama by default; all-MiniLM-L6-v2; a blend; a
-softmax classifier trained on the flow's examples, voices.intent_classifier).
+softmax classifier trained on the flow's examples, voices.understanding.intent_classifier).
 
 Plus how many clearly unrelated and call-like off-topic turns are accepted as an intent
 (they should come back unclear: none of the first, at most 10 % of the second).
@@ -35,7 +35,7 @@ import contextlib
 import os
 import time
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 
 HELD_OUT: dict[str, tuple[str, ...]] = {
     "wait_request": (
@@ -245,7 +245,7 @@ def pooled(sets: dict[str, dict[str, dict]]) -> dict[str, dict]:
 
 @contextlib.contextmanager
 def cache_turned_off():
-    """voices.disk_cache off for a while (LULL_CACHE_DIR=off), and the memory caches
+    """voices.understanding.disk_cache off for a while (LULL_CACHE_DIR=off), and the memory caches
     emptied, so a build is computed, not loaded."""
     from . import intent_classifier as ic
 
@@ -262,9 +262,9 @@ def cache_turned_off():
 
 
 def run_intent_bench(flow_name: str = "reference_code", matcher_kind: str = "embedding") -> dict:
-    """One matcher kind (voices.interpret.make_matcher: embedding = wordllama, minilm,
+    """One matcher kind (voices.understanding.interpret.make_matcher: embedding = wordllama, minilm,
     blend, lexical) at its default threshold on every set."""
-    from ladder.flow.text import words
+    from ladder.flow.understanding.text import words
     from sessions.flowfiles import load_flow
 
     from .interpret import make_matcher, normalise

@@ -1,8 +1,8 @@
 """Intent matching by sentence similarity (V5): wordllama embeddings, offline.
 
-`EmbeddingMatcher` has the interface of `ladder.flow.text.LexicalMatcher`, so either can
-interpret a caller turn; `make_matcher` picks one. Slot parsers stay in ladder.flow.text.
-The same matcher can run on all-MiniLM-L6-v2 (voices.sentence_encoder, a real sentence
+`EmbeddingMatcher` has the interface of `ladder.flow.understanding.text.LexicalMatcher`, so either can
+interpret a caller turn; `make_matcher` picks one. Slot parsers stay in ladder.flow.understanding.text.
+The same matcher can run on all-MiniLM-L6-v2 (voices.understanding.sentence_encoder, a real sentence
 encoder in numpy) or on a blend of both: kinds "minilm" and "blend" (measured below).
 """
 
@@ -16,8 +16,8 @@ from typing import Literal
 
 import numpy as np
 
-from ladder.flow.shared_intents import LearnedIntents
-from ladder.flow.text import LexicalMatcher
+from ladder.flow.understanding.shared_intents import LearnedIntents
+from ladder.flow.understanding.text import LexicalMatcher
 
 from . import intent_classifier as ic
 from .caller_acts import with_caller_acts
@@ -61,7 +61,7 @@ DEFAULT_MARGIN = 0.03
 # An intent's score blends its best example with the mean of its best TOP_K: a turn
 # that shares one word with one example ("who am I speaking to" ~ "let me speak to
 # someone") scores lower than one that several examples agree on. Measured on the
-# reference_code flow (voices.intent_bench): against max alone, FRESH route:transfer
+# reference_code flow (voices.understanding.intent_bench): against max alone, FRESH route:transfer
 # and repeat_request went to 100 % and call-like false accepts stayed at 4/40, at the
 # same threshold.
 TOP_K = 3
@@ -72,7 +72,7 @@ LEXICAL_DEFAULT_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 # "blend": BLEND_MINILM_WEIGHT * MiniLM + the rest * wordllama), same scoring otherwise
 # (normalisation, polarity, top-k blend). Tuned on the reference_code flow's examples
 # (leave-one-out: each example matched against the others), HELD_OUT, FRESH and the
-# off-topic lists only; UNSEEN and LATE were then measured once (voices.intent_bench):
+# off-topic lists only; UNSEEN and LATE were then measured once (voices.understanding.intent_bench):
 #   leave-one-out on the 131 examples: wordllama 72 %, minilm 79 %, blend 79 %
 #   held_out / fresh / unseen / late right, call-like accepted (of 40), unrelated (of 15):
 #     wordllama 0.40: 39/39  41/44  37/46  33/37   4   0
@@ -82,7 +82,7 @@ LEXICAL_DEFAULT_THRESHOLD = 0.55  # FlowSpec.intent_threshold's default
 # letter now" (ready), so it gains on UNSEEN and loses on LATE; no kind reaches 90 % on
 # every intent of UNSEEN or LATE. Margin 0.03 for both: at 0 the leave-one-out wrong
 # answers (not unclear) rise from 8 to 9 (minilm) and 5 to 9 (blend).
-# Kind "classifier" (voices.intent_classifier): softmax regression over MiniLM trained
+# Kind "classifier" (voices.understanding.intent_classifier): softmax regression over MiniLM trained
 # on the examples plus its own off-topic "none" class, hyperparameters by 10-fold
 # cross-validation on those only, then measured once (same columns):
 #     classifier 0.55: 35/39  40/44  36/46  33/37   2   0
@@ -150,14 +150,14 @@ class EmbeddingMatcher:
         return (name if clear else None), round(score, 3)
 
 
-Matcher = EmbeddingMatcher | LexicalMatcher  # or voices.intent_classifier.ClassifierMatcher (kind "classifier")
+Matcher = EmbeddingMatcher | LexicalMatcher  # or voices.understanding.intent_classifier.ClassifierMatcher (kind "classifier")
 
 
 MatcherKind = Literal["embedding", "minilm", "blend", "classifier", "lexical"]
 MATCHER_KINDS: tuple[str, ...] = ("embedding", "minilm", "blend", "classifier", "lexical")
 
 
-# The caller-act phrasings written outside the team (voices/caller_acts: 3,443) in each
+# The caller-act phrasings written outside the team (voices/understanding/caller_acts: 3,443) in each
 # flow's classifier. Measured on yardstick2's sealed sets as text: 502/576 without them,
 # 529/576 with them (README, "Callers the team did not write"). Off by default for now:
 # trained per flow, they cost each flow's first build about 4,100 more texts to embed
@@ -174,7 +174,7 @@ def make_matcher(
     """An intent matcher; threshold None takes that kind's default (the scales differ).
     "embedding" is wordllama, "minilm" all-MiniLM-L6-v2, "blend" both (see above),
     "classifier" a softmax classifier over MiniLM trained at construction
-    (voices.intent_classifier; threshold is on its probability)."""
+    (voices.understanding.intent_classifier; threshold is on its probability)."""
     if kind != "classifier" and isinstance(intents, LearnedIntents):
         # Lull's shared phrases are for the trained classifier: a nearest-example kind
         # with them accepts far more off-topic turns (shipped flow, call-like off-topic:

@@ -4,7 +4,7 @@ FLOW --phrasings FILE`): how designers measure their own flows on how their call
 A phrasing file is `{"intent": [phrases], ..., "none": [off-topic phrases]}`, its intent
 names the flow's (`route:<id>` for a route). Each phrase goes through the matcher the
 voice backends use, learning what they learn (Lull's shared phrases and the flow's own
-examples: ladder.flow.shared_intents); a phrase is right when it comes back as its
+examples: ladder.flow.understanding.shared_intents); a phrase is right when it comes back as its
 intent, and an off-topic one is accepted when it comes back as any intent.
 """
 
@@ -15,7 +15,7 @@ import re
 import time
 from pathlib import Path
 
-from ladder.flow.shared_intents import flow_intents
+from ladder.flow.understanding.shared_intents import flow_intents
 
 NONE_KEY = "none"
 

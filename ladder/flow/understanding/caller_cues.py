@@ -221,7 +221,7 @@ class CallerCues:
     # a string of digits is named in a few words whatever its label ("the code")
     digits_names: frozenset[str] = frozenset()
     # the words that name the go-on-without route alone ("reception", "desk"):
-    # ladder.flow.route_words.route_cues
+    # ladder.flow.understanding.route_words.route_cues
     go_on_words: frozenset[str] = frozenset()
 
     def read(self, text: str, picked: str | None) -> str | None:
@@ -477,7 +477,7 @@ def caller_cues(spec, go_on_without: str | None, value_names: dict[str, tuple[st
                 kinds: dict[str, str]) -> CallerCues:
     """The cue reader of a flow (a FlowSpec), given the intent name of its route for
     going on without the value (None if it has none), and per slot its names ("booking
-    reference", "reference") and kind ("find", "choose", "know"): ladder.flow.shared_intents."""
+    reference", "reference") and kind ("find", "choose", "know"): ladder.flow.understanding.shared_intents."""
     names: set[str] = set()
     digits = False
     for slot_id, slot in spec.slots.items():

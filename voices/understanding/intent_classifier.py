@@ -1,8 +1,8 @@
-"""Intent matching by a small trained classifier (kind "classifier" in voices.interpret).
+"""Intent matching by a small trained classifier (kind "classifier" in voices.understanding.interpret).
 
 Multinomial logistic regression (softmax, L2 on the weights, not the biases) over
 sentence features: the all-MiniLM-L6-v2 embedding, the wordllama embedding (each unit
-length) and the lexical polarity flag (voices.interpret.negated), trained at matcher
+length) and the lexical polarity flag (voices.understanding.interpret.negated), trained at matcher
 construction on the flow's intent examples plus an explicit "none" class from
 OFF_TOPIC_TRAINING below. A turn is unclear when "none" wins or when the winning
 intent's probability is below the threshold.
@@ -10,12 +10,12 @@ intent's probability is below the threshold.
 Training is full-batch gradient descent with Nesterov momentum from zeros, a fixed
 number of steps and a fixed step size (the loss is strongly convex: one minimum, the
 same every run), so two constructions give identical weights. Texts go through
-voices.interpret.normalise first (grunt spellings, bare clarifications, leading
+voices.understanding.interpret.normalise first (grunt spellings, bare clarifications, leading
 markers), like the nearest-example matchers.
 
 Hyperparameters (L2, threshold, features) were chosen by stratified k-fold
 cross-validation on the flow's examples and OFF_TOPIC_TRAINING only (`cross_validate`,
-`python -m voices.intent_classifier`), never on the bench's held-out or off-topic sets.
+`python -m voices.understanding.intent_classifier`), never on the bench's held-out or off-topic sets.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ladder.flow.route_words import named_route
+from ladder.flow.understanding.route_words import named_route
 
 from . import disk_cache
 from .disk_cache import VectorStore
@@ -42,7 +42,7 @@ class Embedder(Protocol):
     def embed(self, texts: list[str], norm: bool = ...) -> np.ndarray: ...
 
 # Generic off-topic turns for the "none" class, written for this classifier (not taken
-# from voices.intent_bench, whose UNRELATED and CALL_LIKE_OFF_TOPIC are test sets).
+# from voices.understanding.intent_bench, whose UNRELATED and CALL_LIKE_OFF_TOPIC are test sets).
 OFF_TOPIC_TRAINING: tuple[str, ...] = (
     # small talk and life
     "it's been a long week", "the garden needs weeding", "we're going on holiday in June",
@@ -122,7 +122,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 
 # bump when train_softmax or the features change what a model is: classifiers on disk
-# (voices.disk_cache) are named by it
+# (voices.understanding.disk_cache) are named by it
 TRAINER_VERSION = 4  # 2: classes weighted to equal total weight, a flow's own examples emphasised; 3: lexical features; 4: L-BFGS
 
 # Each class weighs the same in the loss, however many examples it has: a flow's own
@@ -474,7 +474,7 @@ class Featuriser:
 
 class ClassifierMatcher:
     """Intent by a softmax classifier trained on the flow's examples and a "none" class
-    (OFF_TOPIC_TRAINING); the interface of voices.interpret.EmbeddingMatcher. Scores
+    (OFF_TOPIC_TRAINING); the interface of voices.understanding.interpret.EmbeddingMatcher. Scores
     are class probabilities (they sum to 1 with "none", which is not reported)."""
 
     margin = None
@@ -548,7 +548,7 @@ class ClassifierMatcher:
     def explain(self, text: str) -> tuple[str | None, float, str]:
         """`match` and what decided it: "classifier" (the learned reader's probability),
         "route_words" (the caller named what a route offers) or "shape:<name>" (a kept
-        word shape, ladder.flow.caller_cues, changed the classifier's pick)."""
+        word shape, ladder.flow.understanding.caller_cues, changed the classifier's pick)."""
 
         said = normalise(text)
         if not said or self.model is None:
@@ -618,7 +618,7 @@ def main() -> None:  # pragma: no cover - the cross-validation behind the consta
     from pathlib import Path
 
 
-    flow = Path(__file__).resolve().parents[1] / "ladder" / "flow" / "library" / "reference_code.json"
+    flow = Path(__file__).resolve().parents[2] / "ladder" / "flow" / "library" / "reference_code.json"
     intents = {k: tuple(v) for k, v in json.loads(flow.read_text())["intents"].items()}
     names, texts, labels = training_set(intents)
     said = [normalise(t) for t in texts]

@@ -11,9 +11,9 @@ and the bench read the same set.
 
 from __future__ import annotations
 
-from ..policy import Route, route_role
+from ...policy import Route, route_role
 from .caller_cues import CallerCues, caller_cues
-from .route_roles import read_route_roles, with_roles
+from ..route_roles import read_route_roles, with_roles
 from .route_words import chosen_by_words, route_cues
 
 # the ladder's own intents: the same name in every flow
@@ -243,10 +243,10 @@ class LearnedIntents(dict):
     own: frozenset[str] = frozenset()
     own_by_intent: dict[str, tuple[str, ...]] = {}
     # route intent -> the words that name what it offers, and the routes those words
-    # may choose (ladder.flow.route_words)
+    # may choose (ladder.flow.understanding.route_words)
     route_cues: dict[str, frozenset[str]] = {}
     chosen_by_words: frozenset[str] = frozenset()
-    # the shapes of words that decide where the classifier is unsure (ladder.flow.caller_cues)
+    # the shapes of words that decide where the classifier is unsure (ladder.flow.understanding.caller_cues)
     cues: CallerCues | None = None
     # a caller act every flow shares -> the flow's intent name for it (a route's role
     # under its route): where a learned reader's data for that act goes

@@ -4,7 +4,7 @@ polarity ("I haven't got it") told apart. Examples and turns go through the same
 
 from __future__ import annotations
 
-from ladder.flow.text import words
+from ladder.flow.understanding.text import words
 
 # A leading discourse marker ("okay, I've got it") says little about intent, but in an
 # averaged word embedding it pulls the turn toward the one-word backchannel examples

@@ -1,5 +1,5 @@
 """The sentence embedders intent matching runs on, offline: wordllama (its weights in
-its wheel), all-MiniLM-L6-v2 (voices.sentence_encoder), and a blend of the two. Each is
+its wheel), all-MiniLM-L6-v2 (voices.understanding.sentence_encoder), and a blend of the two. Each is
 loaded once per process; a model that cannot load is one clear `InterpreterError`."""
 
 from __future__ import annotations
