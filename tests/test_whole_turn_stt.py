@@ -13,7 +13,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from ladder.flow.text import parse_digits
+from ladder.flow.understanding.text import parse_digits
 from voices.stt import SHORT_ANSWER_DECODE
 from voices.turn_bench import human_turns
 

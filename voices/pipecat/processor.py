@@ -476,7 +476,7 @@ class LullProcessor(FrameProcessor):
         return (await self._reading(text))[:2]
 
     async def _reading(self, text: str) -> tuple[str | None, float, str]:
-        """(intent, score, what read it: voices.interpret.read_turn), off the loop; the
+        """(intent, score, what read it: voices.understanding.interpret.read_turn), off the loop; the
         latest words' reading is kept, so the room's check and the flow read them once."""
         if self._last_reading is not None and self._last_reading[0] == text:
             return self._last_reading[1]
