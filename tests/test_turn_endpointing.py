@@ -100,6 +100,65 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
     assert result.verdict == "CLEAN", result.describe()
 
 
+class _SlowRecognizer:
+    """The loaded whisper, each decode `delay_s` late: a machine too busy to decode a
+    pause's words within the stage's hold."""
+
+    def __init__(self, recognizer, delay_s: float) -> None:
+        self._recognizer, self.delay_s = recognizer, delay_s
+
+    def __getattr__(self, name):
+        return getattr(self._recognizer, name)
+
+    def transcribe(self, audio, **options):
+        import time
+
+        time.sleep(self.delay_s)
+        return self._recognizer.transcribe(audio, **options)
+
+
+def test_a_pauses_words_are_waited_for_when_the_decode_outlasts_the_hold(models, tmp_path):
+    """The hold runs out while the pause's words are still being decoded: the turn waits
+    for them, and part of a code holds it open. Before, the turn ended on the hold and a
+    code said in two parts was cut at its pause (seen on a busy machine, and on the line)."""
+    from dataclasses import replace
+
+    from voices.backends.file import FileBackend
+    from sessions.live import LiveSession
+
+    data = json.loads(library_flow_path("reference_code").read_text())
+    ask_code = next(s for s in data["stages"] if s["id"] == "ask_code")
+    ask_code["timing"]["end_of_speech_ms"] = 500
+    report = check_data(data, "reference_code")
+    quiet = tmp_path / "quiet.wav"
+    soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
+    slow = replace(models, recognizer=_SlowRecognizer(models.recognizer, 1.0))
+    backend = FileBackend(slow, quiet)
+    session = LiveSession(report.flow, backend, journal_dir=tmp_path / "take")
+
+    def until(predicate, limit_s=40):
+        return wait_until(predicate, limit_s, heard_seconds(backend))
+
+    async def body():
+        try:
+            await session.start()
+            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
+            await asyncio.sleep(0.3)
+            # a 0.8 s pause: longer than the 500 ms hold, shorter than the decode
+            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(0.8 * 16000), np.float32), speech(models, "three four zero")]))
+            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
+        finally:
+            await session.stop()
+
+    asyncio.run(body())
+    assert session.runtime.state.get("reference_code") == "29340"
+    journal = read_journal(tmp_path / "take")
+    assert len([r for r in journal.inputs() if r["kind"] == "turn_started"]) == 1  # one answer, not two fragments
+    decisions = [(r["decision"], r["reason"]) for r in journal.decisions() if r.get("kind") == "end_of_turn"]
+    assert decisions[-1] == ("end_now", "complete_value"), decisions
+    assert replay(tmp_path / "take").verdict == "CLEAN"
+
+
 def test_a_repetition_loop_is_recognised():
     # a short encoder window's failure mode, decoded again with the full window
     from voices.stt import _loops

@@ -67,7 +67,7 @@ from ladder import (
 from ladder.flow.understanding.shared_intents import flow_intents
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
-from voices.end_of_turn import holds_value, pending_slot
+from voices.end_of_turn import DECODE_WAIT_MS, holds_value, pending_slot
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 from voices.vad import SpeechEvent
@@ -89,6 +89,12 @@ PRE_ROLL_MS = 300
 # 448 and 445 at 96, 503 and 481 at 160; a held-out caller (other codes and sentences,
 # no dips mid-code) 417 ms at 0 and 429 at 96.
 SPECULATE_AFTER_MS = 96.0
+# While a pause's words are being decoded, the turn's hold waits for them (at most this
+# long into the pause, the frameworks' bound: voices.end_of_turn.DECODE_WAIT_MS): on a
+# busy machine the decode of "two three" outlasted the 500 ms hold, the turn ended
+# before its words said "part of a code", and the code said in two parts was cut at its
+# pause ("Two, three." then "5, 4,"; "3 1" then "5, 2").
+WORDS_DUE_MS = SPECULATE_AFTER_MS + DECODE_WAIT_MS
 BARGE_IN_EVIDENCE = 3  # frames (about 32 ms each) louder than the echo estimate
 # A barge-in's audio starts this long before the first frame louder than the echo: over a
 # loud speaker the caller's first word is masked, not absent ("hold on" and the first digit
@@ -223,6 +229,7 @@ class VoiceBackend:
         self.segmenter = None
         self._stage_hold = end_of_speech_ms  # the merged end-of-speech hold of the active stages
         self._hold_extended = False  # this turn's pause holds a partial value
+        self._partial_hold_ms = 0.0  # the hold a partial value gives (the stage's partial_value_hold_ms)
         self._spec: _Speculation | None = None
         self._frames_end_ms = 0.0  # the end of the last frame the VAD has seen
         self.room = BackgroundVoices()  # a television, people talking in the room
@@ -399,8 +406,18 @@ class VoiceBackend:
 
     def set_end_of_speech(self, ms: float | None) -> None:
         self._stage_hold = ms if ms is not None else self.default_end_of_speech_ms
-        if self.segmenter is not None:
-            self.segmenter.end_of_speech_ms = max(self._stage_hold, self.segmenter.end_of_speech_ms) if self._hold_extended else self._stage_hold
+        self._apply_hold()
+
+    def _apply_hold(self) -> None:
+        """The open turn's end-of-speech hold: the stage's, or a partial value's; and
+        while a pause's words are being decoded, long enough for them to come."""
+        if self.segmenter is None:
+            return
+        hold = max(self._stage_hold, self._partial_hold_ms) if self._hold_extended else self._stage_hold
+        spec = self._spec
+        if spec is not None and not spec.done and not spec.stale:
+            hold = max(hold, WORDS_DUE_MS)
+        self.segmenter.end_of_speech_ms = hold
 
     def on_frames(self, frames: np.ndarray, t_ms: float) -> None:
         """On the loop: 16 kHz mono microphone frames; t_ms on the session clock (first sample)."""
@@ -433,6 +450,7 @@ class VoiceBackend:
             elif event.kind == "speech_resumed" and self._spec is not None:
                 self._spec.stale = True  # the caller went on: the pause was not the end
                 self._spec = None
+                self._apply_hold()
         seg = self._segment
         if evidence is None:  # the agent is not audible: what the VAD calls speech is the caller
             evidence = self.segmenter.last_probability >= self.segmenter.threshold
@@ -505,11 +523,13 @@ class VoiceBackend:
         if self._spec is not None:
             self._spec.stale = True
             self._spec = None
+            self._apply_hold()
         if seg is None or seg.turn is None or self._input_failed or self._pending_slot() is None:
             return
         audio, _ = self._turn_audio(seg, event.audio, event.speech_start_ms)
         spec = self._spec = _Speculation(event.t_ms, seg.turn[0])
         self._stt.submit(self._speculate, spec, audio, self._decode_options())
+        self._apply_hold()  # the pause's words are due: the hold waits for them
 
     def _speculate(self, spec: _Speculation, audio: np.ndarray, options: dict) -> None:
         """Worker thread: the speculative decode (skipped if the caller already went on)."""
@@ -535,10 +555,12 @@ class VoiceBackend:
             return
         spec.done = True
         spec.recognition = recognition
-        if spec.stale or self._spec is not spec or recognition is None:
+        if spec.stale or self._spec is not spec:
             return
+        self._apply_hold()  # the words are in: the hold is the stage's (or a partial value's) again
         pending = self._pending_slot()
-        if pending is None or not recognition.text:
+        if recognition is None or pending is None or not recognition.text:
+            self._end_if_held_past(spec)
             return
         slot_spec, partial, end_ms, hold_ms = pending
         from ladder.flow.understanding.text import answer_progress
@@ -555,9 +577,21 @@ class VoiceBackend:
             else:
                 self._end_on_value(spec)
         elif progress == "partial" and not self._hold_extended:
-            self._hold_extended = True
-            self.segmenter.end_of_speech_ms = max(self._stage_hold, hold_ms)
+            self._hold_extended, self._partial_hold_ms = True, hold_ms
+            self._apply_hold()
             self._note_end_of_turn(spec, "hold_open", "partial_value", hold_ms=self.segmenter.end_of_speech_ms)
+        else:
+            self._end_if_held_past(spec)
+
+    def _end_if_held_past(self, spec: _Speculation) -> None:
+        """The pause's words came after its hold ran out (a busy machine): the turn
+        ends now, as it would have when the hold ran out."""
+        if self.segmenter is None or self._segment is None:
+            return
+        if self._frames_end_ms - spec.onset_ms >= self.segmenter.end_of_speech_ms:
+            event = self.segmenter.finish(self._frames_end_ms)
+            if event is not None:
+                self._segment_ended(event, end_of_turn="partial_value_hold" if self._hold_extended else "hold")
 
     def _end_on_value(self, spec: _Speculation) -> None:
         if spec.stale or self._spec is not spec or self._segment is None:
@@ -588,7 +622,7 @@ class VoiceBackend:
     def _segment_ended(self, event, end_of_turn: str | None = None) -> None:
         seg, self._segment = self._segment, None
         spec, self._spec = self._spec, None
-        extended, self._hold_extended = self._hold_extended, False
+        extended, self._hold_extended, self._partial_hold_ms = self._hold_extended, False, 0.0
         if self.segmenter is not None:
             self.segmenter.end_of_speech_ms = self._stage_hold
         if self.echo is not None:
