@@ -197,3 +197,54 @@ def test_settings_that_cannot_be_used_are_refused_in_one_line(settings, says):
     with pytest.raises(LineError) as caught:
         LineSettings(**settings)
     assert str(caught.value).startswith(says) and "\n" not in str(caught.value)
+
+
+# -- a line under a framework's speaker (voices.line.feed) --------------------------------------
+
+
+def test_a_line_feed_carries_what_was_placed_at_its_time_and_silence_between():
+    """A speaker that only hears of the agent's audio while it speaks places it at the
+    time it plays; the line runs as a stream all the same, each piece out the line's
+    delay after its place, nothing but silence between, what was taken back never heard."""
+    from voices.line.feed import LineFeed
+
+    direction = LineDirection(22050, LineSettings(noise_dbfs=None), stream=1)
+    feed = LineFeed(direction)
+    heard: list[tuple[float, np.ndarray]] = []
+    feed.on_heard = lambda at, pcm16: heard.append((at, np.frombuffer(pcm16, np.int16).astype(np.float32) / 32768.0))
+    feed.start(10.0)
+    t = np.arange(int(0.2 * 22050)) / 22050
+    tone = (0.3 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32)
+    pcm = (tone * 32767).astype(np.int16).tobytes()
+    half = len(pcm) // 4 * 2  # two pieces of one prompt, the second stamped a rounding late
+    feed.place(10.5, pcm[:half])
+    feed.place(10.5 + (half // 2) / 22050 + 2e-5, pcm[half:])
+    feed.place(11.2, pcm)  # another, cut 50 ms in (a barge-in)
+    for k in range(1, 31):
+        feed.advance(10.0 + k * 0.02)
+    feed.drop_from(11.25)
+    for k in range(31, 76):
+        feed.advance(10.0 + k * 0.02)
+    assert feed.late_samples == 0
+    starts = [at for at, _ in heard]
+    out = np.concatenate([x for _, x in heard])
+    assert starts[0] == 10.0 and len(out) == pytest.approx(1.5 * 16000, abs=1)  # the stream, 1.5 s of it
+    assert all(b == pytest.approx(a + len(x) / 16000, abs=1e-9) for (a, x), b in zip(heard, starts[1:]))
+    loud = np.flatnonzero(np.abs(out) > 0.05) / 16000 * 1000  # ms from the line's start
+    delay = direction.delay_ms
+    first = loud[loud < 1000]
+    assert first[0] == pytest.approx(500 + delay, abs=2) and first[-1] == pytest.approx(700 + delay, abs=2)
+    assert np.all(np.diff(first) < 1.0)  # the two pieces are one tone: no gap between them
+    second = loud[loud >= 1000]
+    assert second[0] == pytest.approx(1200 + delay, abs=2) and second[-1] == pytest.approx(1250 + delay, abs=2)
+    assert np.abs(out[: int((500 + delay - 3) * 16)]).max() == 0.0  # silence before, no noise asked for
+
+
+def test_audio_placed_where_the_line_has_already_been_fed_is_late_and_dropped():
+    from voices.line.feed import LineFeed
+
+    feed = LineFeed(LineDirection(16000, LineSettings(noise_dbfs=None), stream=1))
+    feed.start(0.0)
+    feed.advance(0.1)
+    feed.place(0.09, np.full(320, 1000, np.int16).tobytes())  # 20 ms from 90 ms: the first 10 ms are gone
+    assert feed.late_samples == 160

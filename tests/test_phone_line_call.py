@@ -100,7 +100,22 @@ def test_rehearse_refuses_a_line_it_cannot_make_in_one_line(tmp_path, args, says
 
 def test_rehearse_refuses_a_line_on_a_backend_that_cannot_take_one():
     one_error_line(lull("rehearse", "--backend", "text", "--headless", "--line", "pstn"),
-                   "--line pstn: only the file backend takes a telephone line", "not --backend text")
+                   "--line pstn: the text backend has no audio to put on a telephone line",
+                   "use --backend file, audio, pipecat or livekit")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--backend", "pipecat", "--telephony", "twilio", "--caller", "CALLER"],
+     ["--line pstn and --telephony twilio: a twilio media stream is already the call's telephone line", "use one or the other"]),
+    (["--backend", "pipecat"], ["--line pstn: on --backend pipecat the line needs a recorded caller (--caller caller.wav)",
+                                "--backend audio takes a line"]),
+    (["--backend", "livekit"], ["--line pstn: on --backend livekit the line needs a recorded caller"]),
+], ids=["with telephony", "pipecat at the devices", "livekit at the devices"])
+def test_rehearse_refuses_a_line_a_framework_call_cannot_take_in_one_line(tmp_path, args, says):
+    caller = tmp_path / "caller.wav"
+    soundfile.write(caller, np.zeros(1600, np.float32), 16000)
+    args = [str(caller) if a == "CALLER" else a for a in args]
+    one_error_line(lull("rehearse", "--headless", "--line", "pstn", *args), *says)
 
 
 def test_bench_turn_refuses_a_line_it_cannot_make_before_running():

@@ -1,8 +1,11 @@
 """What a rehearsal backend whose voice loop is a framework's (Pipecat, LiveKit) does the
 same whatever the framework: the live session's prompts handed to the framework's Lull
 adapter (and to the recordings), typed caller turns beside the spoken ones, the lines
-the console and headless runs show. Each framework's backend builds its own pipeline or
-session and sets `adapter`, `recordings`, `caller_audio` and `speaker`."""
+the console and headless runs show, and a call on a telephone line (`--line pstn`):
+the line both ways (`voices.line.pstn.PhoneLine`; each framework's transports put its
+audio through it), its place in the journal, and each answered turn's wait with the
+line's round trip (`voices.framework_waits`). Each framework's backend builds its own
+pipeline or session and sets `adapter`, `recordings`, `caller_audio` and `speaker`."""
 
 from __future__ import annotations
 
@@ -15,9 +18,14 @@ from ladder import RequestPrompt
 from voices.backends.recorded_wait import gaps_from_audio
 from voices.backends.text import TypedTurns
 
+LINE_CALLER_RATE = 16_000  # the caller's audio as the frameworks' inputs give it
+
 
 class FrameworkBackend:
-    def _init_edge(self, on_line) -> None:  # noqa: ANN001
+    def _init_edge(self, on_line, line=None) -> None:  # noqa: ANN001
+        """`line` (`voices.line.pstn.LineSettings`): the call on a telephone line, the
+        caller's audio to the agent through its one direction, the agent's voice to the
+        caller through the other."""
         self.on_line = on_line or (lambda who, text: None)
         self.matcher = None
         self.session = None  # the live session
@@ -25,6 +33,43 @@ class FrameworkBackend:
         self.recordings = None  # voices.framework_recording.FrameworkRecordings
         self.record_dir: Path | None = None  # the session folder (open_recordings)
         self.typed = TypedTurns(self._feed, prefix="typed", first_seq=10_000)  # typed turns beside the spoken ones
+        self.line = None  # voices.line.pstn.PhoneLine
+        self.waits = None  # voices.framework_waits.FrameworkTurnWaits, on a line
+        if line is not None:
+            from voices.line.pstn import PhoneLine
+
+            self.line = PhoneLine(line, caller_rate=LINE_CALLER_RATE, agent_rate=self.models.voice.sample_rate)  # type: ignore[attr-defined]
+
+    def _line_header(self) -> dict:
+        """The journal header's word on the line (nothing without one)."""
+        return {} if self.line is None else {"line": self.line.describe()}
+
+    def _start_waits(self, played, played_rate: int):  # noqa: ANN001, ANN202
+        """On a line: each answered turn's wait, from the audio the agent heard (the
+        input's `on_frame` goes to the returned object's `heard`) and what its speaker
+        `played()`; the caller's wait on the line adds the round trip."""
+        from voices.framework_waits import FrameworkTurnWaits
+
+        if self.line is None:
+            return None
+        self.waits = FrameworkTurnWaits(self.session, played=played, played_rate=played_rate, line_ms=self.line.round_trip_ms)
+        return self.waits
+
+    def _out_rate(self, speaker_rate: int) -> int:
+        """out.wav's rate: the speaker's, or on a line what the caller heard from it."""
+        return speaker_rate if self.line is None else self.line.downlink.rate_out
+
+    def _close_line(self) -> None:
+        """At the end of the call: the answers still playing measured, the line's packets journaled."""
+        if self.waits is not None:
+            self.waits.close()
+        if self.line is not None and self.session is not None and not self.session.closed.is_set():
+            self.session.note("phone_line", self.line.figures())
+
+    @property
+    def latencies(self) -> list:
+        """Each answered turn's `voices.backends.turn_latency.TurnLatency` (on a line)."""
+        return self.waits.latencies if self.waits is not None else []
 
     def open_recordings(self, folder: Path) -> None:
         """The live session's journal folder: mic.wav and out.wav go beside the journal."""
@@ -34,6 +79,8 @@ class FrameworkBackend:
         assert self.adapter is not None, "attach() first"
         if self.recordings is not None:
             self.recordings.prompt(prompt.token, prompt.text)
+        if self.waits is not None:
+            self.waits.answering(prompt.token)
         self.adapter.speak(prompt)
 
     def cancel(self, token: int) -> None:
@@ -47,6 +94,8 @@ class FrameworkBackend:
         line = f"{self.name}: {source} · {self.media} · whisper {model} · piper"  # type: ignore[attr-defined]
         if self.echo is not None:  # type: ignore[attr-defined]
             line += f" · {self.echo.canceller.describe()}"  # type: ignore[attr-defined]
+        if self.line is not None:
+            line += f" · {self.line.media_text()}"
         return line
 
     @property

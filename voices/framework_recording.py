@@ -27,12 +27,16 @@ _ENDED = ("playback_completed", "playback_interrupted", "prompt_failed")
 
 
 class FrameworkRecordings:
-    def __init__(self, session, folder: Path, *, mic_rate: int, out_rate: int, keep_secret_audio: bool = False) -> None:
+    def __init__(self, session, folder: Path, *, mic_rate: int, out_rate: int, keep_secret_audio: bool = False,
+                 out_delay_ms: float = 0.0) -> None:
+        """`out_delay_ms`: out.wav is what the caller heard down a telephone line, a
+        prompt this much after the speaker played it (its mask lasts as much longer)."""
         self.session = session
         self.mic_rate, self.out_rate = mic_rate, out_rate
         # the speaker is silent between prompts: out.wav runs on to the session's now
         self.recorder = CallRecorder(folder, mic_rate=mic_rate, out_rate=out_rate, out_clock_ms=session.now_ms)
         self.secrets = SecretAudio(keep=keep_secret_audio)
+        self.secrets.out_delay_ms = out_delay_ms
         self.secrets.attach(session)
         self.secrets.recorder = self.recorder
         self._turns: dict[str, float] = {}  # turn -> session ms it started

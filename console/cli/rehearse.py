@@ -62,7 +62,7 @@ def rehearse(
     journal: Annotated[
         Path | None, typer.Option("--journal", metavar="DIR", help="Record the session in DIR (a new folder): journal, mic.wav, out.wav.")
     ] = None,
-    caller: Annotated[Path | None, typer.Option("--caller", help="file backend: the caller's audio (a WAV file).")] = None,
+    caller: Annotated[Path | None, typer.Option("--caller", help="file, pipecat and livekit backends: the caller's audio (a WAV file).")] = None,
     corpus: Annotated[Path | None, typer.Option("--corpus", help="The corpus screen's journals (F11): a folder of session folders or archives, or an archive. Default: ./recordings.")] = None,
     input_device: Annotated[str | None, typer.Option("--input-device", help="audio backend: microphone name or index.")] = None,
     output_device: Annotated[str | None, typer.Option("--output-device", help="audio backend: speaker name or index.")] = None,
@@ -73,7 +73,7 @@ def rehearse(
     keep_secret_audio: Annotated[
         bool, typer.Option("--keep-secret-audio", help="Keep redacted values audible in mic.wav and out.wav (masked by default).")
     ] = False,
-    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="file backend: the call on a telephone line (8 kHz G.711 mu-law, 20 ms packets) both ways; mic.wav is what the agent heard from the line, out.wav what the caller heard.")] = None,
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="The call on a telephone line (8 kHz G.711 mu-law, 20 ms packets) both ways; mic.wav is what the agent heard from the line, out.wav what the caller heard. On the file and audio backends, and on pipecat and livekit with --caller; not with --telephony (a Twilio stream is its own line), nor on the text backend.")] = None,
     line_noise_dbfs: Annotated[float | None, typer.Option("--line-noise-dbfs", help="With --line: the line's noise floor, dBFS RMS (default -45).")] = None,
     line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost, concealed by the last one (default 0).")] = None,
     line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter (mean transit variation), absorbed by a fixed jitter buffer that adds latency (default 0).")] = None,
@@ -90,6 +90,8 @@ def rehearse(
       lull rehearse my_flow.json --journal takes/1
       lull rehearse --backend file --caller caller.wav --headless --journal t2
       lull rehearse --backend file --caller caller.wav --line pstn --line-loss 0.02 --headless
+      lull rehearse --backend pipecat --caller caller.wav --line pstn --headless
+      lull rehearse --backend audio --line pstn
       lull rehearse --backend pipecat --caller caller.wav --headless --journal t3
       lull rehearse --backend pipecat --telephony twilio --caller c.wav --headless
       lull rehearse --backend livekit --caller caller.wav --headless --journal t4
@@ -105,7 +107,8 @@ def rehearse(
         fail(f"--backend {backend}: expected audio, file, text, pipecat or livekit")
     if backend == "file" and caller is None:
         fail("--backend file needs --caller caller.wav (the caller's audio)")
-    line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed, backend)
+    line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed, backend,
+                                      caller=caller, telephony=telephony)
     check_telephony(telephony, backend, caller)
     if backend == "livekit":
         try:
@@ -141,6 +144,9 @@ def rehearse(
     except FlowFileError as exc:
         fail(str(exc))
     chosen, notice = _choose_backend(backend, input_device, output_device)
+    if line_settings is not None and chosen == "text":  # --backend auto, and no audio device here
+        fail(f"--line {line}: {notice.removeprefix('Text backend (no audio here): ')}; a typed call has no line "
+             "(--backend file --caller caller.wav puts a recorded caller on one)")
     if chosen != "text":
         _start_matcher_build(compiled)  # in a thread, while whisper and piper load
     the_backend = _make_backend(chosen, caller, journal, input_device, output_device, voice, stt_model, aec=not no_aec,
@@ -171,10 +177,7 @@ def rehearse(
         print_text(f"on a {telephony} media stream: Pipecat's websocket server transport and TwilioFrameSerializer "
                    "on 127.0.0.1, a local phone playing the caller (8 kHz mu-law, 20 ms messages)", console=err)
     if line_settings is not None:
-        described = the_backend.line.describe()
-        print_text(f"on a {line_settings.kind} line: 8 kHz G.711 mu-law, noise {line_settings.noise_dbfs:g} dBFS, "
-                   f"loss {line_settings.loss:g}, jitter {line_settings.jitter_ms:g} ms, seed {line_settings.seed}; "
-                   f"the line delays each way by {described['delay_ms']['caller_to_agent']:.0f} ms", console=err)
+        print_text(the_backend.line.summary(), console=err)
     # the caller's words, prompts and flow names are printed as they are, never as markup
     print_text(("Lull", "bold"), f": rehearsing {compiled.spec.name} on the {chosen} backend. Commands:\n{HELP}")
 
@@ -227,9 +230,12 @@ def rehearse(
     print_text(f"call ended: {outcome or 'stopped'}" + (f"; session recorded in {journal}" if journal else ""))
 
 
-def line_from_options(line, noise_dbfs, loss, jitter_ms, seed, backend: str | None = None):
+def line_from_options(line, noise_dbfs, loss, jitter_ms, seed, backend: str | None = None, *,
+                      caller: Path | None = None, telephony: str | None = None):
     """The telephone line `--line` and its options ask for (None: no line), refused in
-    one line before any model loads. `backend`: `lull rehearse`'s, which must be file."""
+    one line before any model loads. `backend`, `caller`, `telephony`: `lull
+    rehearse`'s; a line needs a backend with audio (a framework's with a recorded caller)
+    and no telephony transport."""
     from voices.line.pstn import LINES, LineError, LineSettings
 
     options = {"--line-noise-dbfs": noise_dbfs, "--line-loss": loss, "--line-jitter-ms": jitter_ms, "--line-seed": seed}
@@ -240,10 +246,17 @@ def line_from_options(line, noise_dbfs, loss, jitter_ms, seed, backend: str | No
         return None
     if line not in LINES:
         fail(f"--line {line}: expected {' or '.join(LINES)}")
-    if backend is not None and backend != "file":
-        # the audio backend's caller is a person at the laptop, and the frameworks'
-        # transports own their audio: the line is the file backend's for now
-        fail(f"--line {line}: only the file backend takes a telephone line (--backend file --caller caller.wav), not --backend {backend}")
+    if backend == "text":
+        fail(f"--line {line}: the text backend has no audio to put on a telephone line; "
+             "use --backend file, audio, pipecat or livekit (pipecat and livekit with --caller)")
+    if telephony is not None:
+        fail(f"--line {line} and --telephony {telephony}: a {telephony} media stream is already the call's telephone line "
+             "(8 kHz mu-law); use one or the other")
+    if backend in ("pipecat", "livekit") and caller is None:
+        # the frameworks' device transports are not on a line: the person at the laptop
+        # is put on one by the audio backend
+        fail(f"--line {line}: on --backend {backend} the line needs a recorded caller (--caller caller.wav); "
+             "at the laptop's microphone and speaker, --backend audio takes a line")
     settings = {"noise_dbfs": noise_dbfs, "loss": loss, "jitter_ms": jitter_ms, "seed": seed}
     try:
         return LineSettings(kind=line, **{k: v for k, v in settings.items() if v is not None})
@@ -338,7 +351,7 @@ def _make_backend(
         from voices.livekit.backend import LiveKitBackend
 
         if caller is not None:
-            return LiveKitBackend(models, caller, keep_secret_audio=keep_secret_audio)
+            return LiveKitBackend(models, caller, keep_secret_audio=keep_secret_audio, line=line)
         try:  # no recorded caller: the microphone and speaker, checked before the call
             return LiveKitBackend(models, input_device=resolve_device(input_device, "input"),
                                   output_device=resolve_device(output_device, "output"), aec=aec,
@@ -349,7 +362,7 @@ def _make_backend(
         from voices.pipecat.backend import PipecatBackend
 
         if caller is not None:
-            return PipecatBackend(models, caller, keep_secret_audio=keep_secret_audio, telephony=telephony)
+            return PipecatBackend(models, caller, keep_secret_audio=keep_secret_audio, telephony=telephony, line=line)
         try:  # no recorded caller: the microphone and speaker, checked before the call
             return PipecatBackend(models, input_device=resolve_device(input_device, "input"),
                                   output_device=resolve_device(output_device, "output"), aec=aec)
@@ -363,6 +376,7 @@ def _make_backend(
             record_dir=journal,
             aec=aec,
             keep_secret_audio=keep_secret_audio,
+            line=line,
         )
     except (AudioUnavailable, OSError) as exc:
         fail(str(exc))

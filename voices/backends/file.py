@@ -204,7 +204,9 @@ class FileBackend(VoiceBackend):
         line=None,
         **kwargs,
     ) -> None:
-        super().__init__(models, name="file", record_dir=record_dir, **kwargs)
+        if line is not None and (echo_path is not None or aec):
+            raise ValueError("a phone line and a simulated room echo cannot be combined")
+        super().__init__(models, name="file", record_dir=record_dir, line=line, **kwargs)
         from voices.stt import load_wav_16k
 
         self.caller_audio = load_wav_16k(caller)
@@ -213,16 +215,6 @@ class FileBackend(VoiceBackend):
             from voices.echo import EchoCanceller
 
             self.echo = EchoCanceller(enabled=aec)
-        self.line = None
-        if line is not None:
-            if self.echo is not None:
-                raise ValueError("a phone line and a simulated room echo cannot be combined")
-            from voices.line.pstn import PhoneLine
-
-            self.line = PhoneLine(line, caller_rate=VAD_RATE, agent_rate=models.voice.sample_rate)
-            self.journal_header = {"line": self.line.describe()}
-            # the caller hears a prompt the line's delay after it played: its mask lasts as long
-            self.secrets.out_delay_ms = self.line.downlink.delay_ms
         self._feeder: asyncio.Task | None = None
         self.fed_samples = 0  # caller samples heard so far (a test may append to caller_audio)
 
@@ -239,9 +231,6 @@ class FileBackend(VoiceBackend):
         # the caller's file plays from the call's start (the session feeds StartCall as
         # this returns), not from whenever a loaded loop first runs the feeder
         self._feeder = asyncio.ensure_future(self._feed_caller(self.session.now_ms()))
-
-    def _output_rate(self) -> int:
-        return self.line.downlink.rate_out if self.line is not None else super()._output_rate()
 
     def _played(self, t_ms: float, block: np.ndarray) -> None:
         heard = block if self.line is None else self.line.downlink.process(block)  # at the caller's ear
@@ -275,28 +264,11 @@ class FileBackend(VoiceBackend):
             self.output.play_until(start + frame / VAD_RATE * 1000.0)
             if self.echo_path is not None:
                 chunk = self.echo_path.mix(chunk, start)
-            if self.line is not None:  # what the agent hears of the caller, the line's delay late
-                chunk = self.line.uplink.process(chunk)
-            self.on_frames(chunk, start)
+            self.on_frames(chunk, start)  # on a line, through its caller->agent direction there
             i += frame
             self.fed_samples = i
-
-    def _finish_latency(self, latency) -> None:
-        if self.line is not None:  # the caller's wait is the agent's, and the line's both ways
-            latency.line_ms = self.line.round_trip_ms
-        super()._finish_latency(latency)
-
-    def media_line(self) -> str:
-        line = super().media_line()
-        if self.line is not None:
-            s = self.line.settings
-            noise = "no noise" if s.noise_dbfs is None else f"noise {s.noise_dbfs:g} dBFS"
-            line += f"  line {s.kind} 8 kHz mu-law, {noise}, loss {s.loss:.0%}, jitter {s.jitter_ms:g} ms"
-        return line
 
     async def close(self) -> None:
         if self._feeder is not None:
             self._feeder.cancel()
-        if self.line is not None and self.session is not None and not self.session.closed.is_set():
-            self.session.note("phone_line", self.line.figures())
         await super().close()

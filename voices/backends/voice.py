@@ -18,7 +18,9 @@ One caller utterance, from the microphone to the core:
 2. `on_frames(raw, t_ms)` on the loop: media health sees the raw frames; the echo
    recording gets what the microphone heard; the echo canceller
    (`voices.echo.EchoCanceller`) takes the agent's own voice out, 10 ms at a time, with
-   what the speaker played as its far end;
+   what the speaker played as its far end; on a telephone line (`--line pstn`) the raw
+   frames first go through the line's caller->agent direction (`voices.line.pstn`), and
+   the recording and the canceller get what the line delivered;
 3. `_listen`: Silero VAD segments the audio; while the agent is audible, a segment
    becomes a caller turn only with evidence beyond the echo estimate
    (`voices.echo.EchoGate`); while the input is failed, nothing heard is a turn;
@@ -190,7 +192,17 @@ class VoiceBackend:
         health: Any = None,
         record_dir: Path | None = None,
         keep_secret_audio: bool = False,
+        line: Any = None,
     ) -> None:
+        """`line` (`voices.line.pstn.LineSettings`): the call on a telephone line. The
+        caller's audio reaches the agent through its one direction (`on_frames`, before
+        the echo canceller: the canceller and the gate are the agent's, and hear what the
+        line delivers, the agent's own voice coming back down it included) and the
+        agent's voice reaches the caller through the other (the subclass's speaker, which
+        gives the canceller the agent's voice as it went onto the line: its far end,
+        without the line's noise floor, which would keep the agent "audible" between
+        prompts); mic.wav is what the agent heard from the line, out.wav what the caller
+        heard, and each answered turn's latency adds the line's round trip."""
         self.name = name
         self.models = models
         self.on_line: Callable[[str, str], None] = lambda who, text: None
@@ -235,6 +247,14 @@ class VoiceBackend:
         self.room = BackgroundVoices()  # a television, people talking in the room
         self._room_evidence: deque[tuple[float, bool]] = deque(maxlen=EVIDENCE_WINDOW)
         self._turn_level: dict[str, float | None] = {}  # turn -> its speech level, dBFS
+        self.line = None  # voices.line.pstn.PhoneLine
+        if line is not None:
+            from voices.line.pstn import PhoneLine
+
+            self.line = PhoneLine(line, caller_rate=VAD_RATE, agent_rate=models.voice.sample_rate)
+            self.journal_header = {"line": self.line.describe()}
+            # the caller hears a prompt the line's delay after it played: its mask lasts as long
+            self.secrets.out_delay_ms = self.line.downlink.delay_ms
 
     # -- wiring ----------------------------------------------------------------------
 
@@ -309,7 +329,8 @@ class VoiceBackend:
         self.secrets.recorder = self.recorder
 
     def _output_rate(self) -> int:
-        return self.models.voice.sample_rate
+        """out.wav's rate: what the speaker played, or on a line what the caller heard."""
+        return self.line.downlink.rate_out if self.line is not None else self.models.voice.sample_rate
 
     def _output_clock(self) -> Callable[[], float] | None:
         """For an output silent between prompts: the clock its recording runs on to."""
@@ -428,8 +449,10 @@ class VoiceBackend:
             # while the input is down, sound heard as the agent speaks may be its own
             # voice (a monitor the stream fell back to): it is no evidence the mic is back
             self.health.observe(frames, t_ms)
+        if self.line is not None:  # what the agent hears of the caller: the line's audio, its delay late
+            frames = self.line.uplink.process(frames)
         if self.recorder is not None:
-            self.recorder.mic(t_ms, frames.copy())  # what the microphone heard
+            self.recorder.mic(t_ms, frames.copy())  # what the microphone heard (on a line, what the line delivered)
         if self.echo is not None:
             frames, t_ms = self.echo.near(frames, t_ms)
             if not len(frames):
@@ -773,6 +796,8 @@ class VoiceBackend:
             self.unanswered_turns += 1  # no prompt answers it: no latency to measure
 
     def _finish_latency(self, latency: TurnLatency) -> None:
+        if self.line is not None:  # the caller's wait is the agent's, and the line's both ways
+            latency.line_ms = self.line.round_trip_ms
         self.latencies.append(latency)
         if self.session is not None:
             self.session.note("turn_latency", latency.as_dict())
@@ -818,6 +843,8 @@ class VoiceBackend:
         line = f"{self.name} backend  mic {'▮' * bars}{'·' * (20 - bars)} {self.level_dbfs:5.0f} dBFS  input {health}"
         if self.echo is not None:
             line += f"  {self.echo.describe()}"
+        if self.line is not None:
+            line += f"  {self.line.media_text()}"
         if self.secrets.keep:
             line += "  SECRET AUDIO KEPT"
         return line
@@ -843,4 +870,6 @@ class VoiceBackend:
             self.output.close()
         if self.session is not None and self.echo is not None and not self.session.closed.is_set():
             self.session.note("echo_path", self.echo_figures())
+        if self.line is not None and self.session is not None and not self.session.closed.is_set():
+            self.session.note("phone_line", self.line.figures())
         self._finish_recordings()  # the streams are stopped: nothing more to record

@@ -239,6 +239,10 @@ class LineDirection:
         out, self._out = self._out[:n], self._out[n:]
         return out
 
+    def process_pcm16(self, pcm16: bytes) -> bytes:
+        """`process` for 16-bit audio, as a transport hands it over: in and out as bytes."""
+        return g711.pcm16(self.process(np.frombuffer(pcm16, np.int16).astype(np.float32) / 32768.0)).tobytes()
+
     def _send(self, frame: np.ndarray) -> np.ndarray | None:
         """One 20 ms packet: noise, the band's lower edge, G.711; None if it never plays."""
         noisy = frame.astype(np.float64) + self._noise_rng.standard_normal(FRAME) * self._noise
@@ -310,6 +314,19 @@ class PhoneLine:
     def figures(self) -> dict:
         """What happened to each direction's packets, for the journal at the end of a call."""
         return {"caller_to_agent": self.uplink.stats.as_dict(), "agent_to_caller": self.downlink.stats.as_dict()}
+
+    def media_text(self) -> str:
+        """The line, for a backend's media line (the console's and headless runs')."""
+        s = self.settings
+        noise = "no noise" if s.noise_dbfs is None else f"noise {s.noise_dbfs:g} dBFS"
+        return f"line {s.kind} 8 kHz mu-law, {noise}, loss {s.loss:.0%}, jitter {s.jitter_ms:g} ms"
+
+    def summary(self) -> str:
+        """One line for the start of a rehearsal: what the line does, and its delay."""
+        s = self.settings
+        noise = "no noise" if s.noise_dbfs is None else f"noise {s.noise_dbfs:g} dBFS"
+        return (f"on a {s.kind} line: 8 kHz G.711 mu-law, {noise}, loss {s.loss:g}, jitter {s.jitter_ms:g} ms, "
+                f"seed {s.seed}; the line delays each way by {self.uplink.delay_ms:.0f} ms")
 
 
 __all__ = ["LINES", "LineDirection", "LineError", "LineSettings", "LineStats", "PhoneLine"]

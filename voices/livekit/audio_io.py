@@ -13,6 +13,11 @@ no sound card.
   PulseAudio's null sinks in the audio lab), with Lull's echo canceller and gate
   (`voices.room_echo.RoomEcho`) before the session's VAD. The callbacks only copy and
   hand off to the loop.
+- `LineAudioInput`: on a telephone line (`--line pstn`), the session's audio input
+  through the line's caller->agent direction (`voices.line.pstn`), a step with a
+  `source` as LiveKit's own input wrappers are; the clocked speaker then puts what it
+  played down the agent->caller direction (`voices.line.feed.LineFeed`, run as a stream,
+  silence between segments) and hands on what came out: what the caller heard.
 """
 
 from __future__ import annotations
@@ -67,15 +72,51 @@ class CallerFileAudio(io.AudioInput):
         self.closed = True
 
 
-class ClockedSpeaker(io.AudioOutput):
-    """The agent's audio, taken at the pace a sound card plays it."""
+class LineAudioInput(io.AudioInput):
+    """`source`'s frames as a telephone line delivers them: each through `direction` (the
+    line's caller->agent direction, `voices.line.pstn.LineDirection`, 16 kHz in and
+    out), the same length, the line's delay inside. `on_frame(loop_time, pcm16)` gets
+    each as the session hears it (mic.wav), stamped right after the one before while
+    they come on time.
 
-    def __init__(self, sample_rate: int) -> None:
+        session.input.audio = LineAudioInput(session.input.audio, line.uplink)"""
+
+    def __init__(self, source: io.AudioInput, direction) -> None:  # noqa: ANN001
+        super().__init__(label="LineAudioInput", source=source)
+        self.direction = direction
+        self.on_frame = lambda loop_time, pcm16: None
+        self._until: float | None = None  # loop time the last frame ended
+
+    async def __anext__(self) -> rtc.AudioFrame:
+        frame = await self.source.__anext__()  # type: ignore[union-attr]
+        pcm = bytes(frame.data.cast("B")) if not isinstance(frame.data, bytes) else frame.data
+        heard = self.direction.process_pcm16(pcm)
+        now = asyncio.get_running_loop().time()
+        at = now if self._until is None or abs(now - self._until) > 0.1 else self._until
+        self._until = at + len(heard) / 2 / RATE
+        self.on_frame(at, heard)
+        return rtc.AudioFrame(heard, frame.sample_rate, 1, len(heard) // 2)
+
+
+class ClockedSpeaker(io.AudioOutput):
+    """The agent's audio, taken at the pace a sound card plays it.
+
+    With `line` (`voices.line.feed.LineFeed` on a telephone line's agent->caller
+    direction), what the card plays goes down the line, which runs from `start_line()`
+    until `stop_line()`, and `on_played` gets what came out of it (at `heard_rate`): what the
+    caller heard. `played` is still what the agent's card played."""
+
+    def __init__(self, sample_rate: int, *, line=None) -> None:  # noqa: ANN001
         super().__init__(label="ClockedSpeaker", capabilities=io.AudioOutputCapabilities(pause=False),
                          sample_rate=sample_rate)
         self.rate = sample_rate
         self.played: list[tuple[float, bytes]] = []  # (loop time it is heard from, pcm16)
-        self.on_played = lambda loop_time, pcm16: None  # each frame as the card takes it (out.wav)
+        # each frame as the card takes it, or on a line as the caller heard it (out.wav)
+        self.on_played = lambda loop_time, pcm16: None
+        self.line = line
+        self._line_task: asyncio.Task | None = None
+        if line is not None:
+            line.on_heard = lambda loop_time, pcm16: self.on_played(loop_time, pcm16)
         self._card_until: float | None = None  # loop time the queued audio ends
         self._segment_start: float | None = None
         self._finish: asyncio.TimerHandle | None = None
@@ -84,6 +125,23 @@ class ClockedSpeaker(io.AudioOutput):
     @property
     def played_rate(self) -> int:
         return self.rate
+
+    @property
+    def heard_rate(self) -> int:
+        """The rate of what `on_played` gets."""
+        return self.line.direction.rate_out if self.line is not None else self.rate
+
+    def start_line(self) -> None:
+        """On a line: it carries silence from now until the agent speaks (on the loop)."""
+        if self.line is not None and self._line_task is None:
+            self._line_task = asyncio.ensure_future(self.line.run())
+
+    def stop_line(self) -> None:
+        """On a line: what the caller heard up to now, and the line stopped."""
+        if self._line_task is not None:
+            self._line_task.cancel()
+            self._line_task = None
+            self.line.advance(asyncio.get_running_loop().time())
 
     async def capture_frame(self, frame: rtc.AudioFrame) -> None:
         await super().capture_frame(frame)
@@ -96,7 +154,10 @@ class ClockedSpeaker(io.AudioOutput):
             self._start_report = loop.call_at(self._segment_start, self._started)
         pcm = bytes(frame.data)
         self.played.append((self._card_until, pcm))
-        self.on_played(self._card_until, pcm)
+        if self.line is not None:
+            self.line.place(self._card_until, pcm)
+        else:
+            self.on_played(self._card_until, pcm)
         self._card_until += frame.samples_per_channel / frame.sample_rate
         await asyncio.sleep(max(0.0, self._card_until - loop.time() - CHUNK_S))  # keep 20 ms queued
 
@@ -125,6 +186,8 @@ class ClockedSpeaker(io.AudioOutput):
         heard = self._start_report is None  # its start was reported
         self._finish = self._start_report = None
         # what was queued past now is never heard
+        if self.line is not None:
+            self.line.drop_from(now)
         self.played = [(at, pcm) for at, pcm in self.played if at < now]
         if self.played:
             at, pcm = self.played[-1]
@@ -336,4 +399,4 @@ class SpeakerAudio(io.AudioOutput):
         self.card.close()
 
 
-__all__ = ["CallerFileAudio", "ClockedSpeaker", "MicrophoneAudio", "SpeakerAudio"]
+__all__ = ["CallerFileAudio", "ClockedSpeaker", "LineAudioInput", "MicrophoneAudio", "SpeakerAudio"]

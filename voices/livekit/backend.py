@@ -8,6 +8,13 @@ AgentSession, on device, no room and no server.
 On the devices, Lull's echo canceller and gate (`voices.room_echo.RoomEcho`) take the
 agent's own voice out of the microphone before the session's VAD hears it.
 
+With `line` (`--line pstn`, with the recorded caller), the caller is on a telephone
+line (`voices.line.pstn`): the session's audio input is `LineAudioInput` around the
+caller's (what the line's caller->agent direction delivered), and the ClockedSpeaker
+puts what it played down the agent->caller direction; mic.wav is what the session
+heard, out.wav what the caller heard (16 kHz both), and each answered turn's
+`turn_latency` adds the line's round trip (`voices.framework_waits`).
+
 LiveKit's own Silero VAD (from the `livekit-plugins-silero` wheel) decides when the
 caller speaks and pauses; Lull's end of turn decides when they have finished, in the
 adapter and as the session's turn detector (`voices.livekit.turns`; LiveKit's own model
@@ -31,12 +38,13 @@ from voices.backends.voice import decode_options
 from voices.end_of_turn import COMPLETE_VALUE_END_MS, PARTIAL_VALUE_HOLD_MS
 from voices.framework_backend import FrameworkBackend
 from voices.understanding.interpret import make_matcher_soon
+from voices.line.feed import LineFeed
 
 from voices.framework_recording import FrameworkRecordings
 from voices.room_echo import RoomEcho
 
 from .adapter import LullLadder
-from .audio_io import CallerFileAudio, ClockedSpeaker, MicrophoneAudio, SpeakerAudio
+from .audio_io import CallerFileAudio, ClockedSpeaker, LineAudioInput, MicrophoneAudio, SpeakerAudio
 from .plugins import LullPiperTTS, LullWhisperSTT
 
 
@@ -64,13 +72,17 @@ class LiveKitBackend(FrameworkBackend):
 
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True, keep_secret_audio: bool = False,
-                 on_line: Callable[[str, str], None] | None = None) -> None:
+                 on_line: Callable[[str, str], None] | None = None, line=None) -> None:  # noqa: ANN001
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
         A call with a journal folder records mic.wav and out.wav there, on the journal's
-        clock (masked where a value is redacted, unless `keep_secret_audio`)."""
-        self._init_edge(on_line)
+        clock (masked where a value is redacted, unless `keep_secret_audio`).
+        `line` (`voices.line.pstn.LineSettings`, with `caller`): the recorded caller on a
+        telephone line, both ways."""
+        if line is not None and caller is None:
+            raise ValueError("a telephone line needs a recorded caller")
         self.models = models
+        self._init_edge(on_line, line)
         self.caller = None if caller is None else Path(caller)
         self.input_device, self.output_device, self.aec = input_device, output_device, aec
         self.echo: RoomEcho | None = None
@@ -79,11 +91,14 @@ class LiveKitBackend(FrameworkBackend):
         self.stt: LullWhisperSTT | None = None
         self.input: CallerFileAudio | MicrophoneAudio | None = None
         self.output: ClockedSpeaker | SpeakerAudio | None = None
+        self.heard_input: LineAudioInput | None = None  # on a line: what the session hears
         self.journal_header = {
+            **self._line_header(),
             "source": "livekit",
             "pipeline": {
                 "livekit-agents": version("livekit-agents"), "mode": "flow",
-                "audio": "CallerFileAudio/ClockedSpeaker" if caller is not None else "MicrophoneAudio/SpeakerAudio",
+                "audio": ("CallerFileAudio/ClockedSpeaker" if caller is not None else "MicrophoneAudio/SpeakerAudio")
+                + (" on a pstn line (LineAudioInput around the input; the speaker's audio down the line)" if self.line is not None else ""),
                 **({} if caller is not None else {"aec": aec, "echo_gate": True}),
                 "vad": "livekit-plugins-silero",
                 "turns": "Lull's end of turn (LullTurnDetector; LiveKit's own needs a hub; Lull owns barge-in)",
@@ -117,20 +132,33 @@ class LiveKitBackend(FrameworkBackend):
         )
         rate = self.models.voice.sample_rate
         if self.caller is not None:
-            self.input, self.output = CallerFileAudio(self.caller), ClockedSpeaker(rate)
+            line = self.line
+            self.input = CallerFileAudio(self.caller)
+            self.output = ClockedSpeaker(rate, line=LineFeed(line.downlink) if line is not None else None)
+            if line is not None:
+                self.heard_input = LineAudioInput(self.input, line.uplink)
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.input = MicrophoneAudio(self.input_device, self.echo, on_event=self._feed)
             self.output = SpeakerAudio(self.output_device, rate, self.echo)
             self.output.open()  # the card runs from here on, as the canceller's far end needs
             self.input.open()
+        heard = self.heard_input or self.input  # what the session hears
         # a television under the caller: kept from the session's VAD and STT once known
-        self.agent_session.input.audio = self.adapter.room_gate(self.input)
+        self.agent_session.input.audio = self.adapter.room_gate(heard)
         self.agent_session.output.audio = self.output
         if self.record_dir is not None:
-            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=rate,
-                                                  keep_secret_audio=self.keep_secret_audio)
-            self.input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
+            self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=16_000, out_rate=self._out_rate(rate),
+                                                  keep_secret_audio=self.keep_secret_audio,
+                                                  out_delay_ms=self.line.downlink.delay_ms if self.line is not None else 0.0)
+            heard.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
+        output = self.output
+        waits = self._start_waits(lambda: output.played, rate)  # on a line: each answered turn's wait
+        if waits is not None:
+            record = heard.on_frame
+            heard.on_frame = lambda loop_time, pcm16: (waits.heard(loop_time, pcm16), record(loop_time, pcm16))
+        if isinstance(self.output, ClockedSpeaker):
+            self.output.start_line()
         self.adapter.attach(self.agent_session)
         await self.agent_session.start(Agent(instructions="A Lull flow speaks through this session; there is no LLM."))
 
@@ -140,8 +168,11 @@ class LiveKitBackend(FrameworkBackend):
             self.adapter.judge.set_end_of_speech(ms)
 
     async def close(self) -> None:
+        self._close_line()
         if self.input is not None:
             self.input.close()
+        if isinstance(self.output, ClockedSpeaker):
+            self.output.stop_line()
         if isinstance(self.output, SpeakerAudio):
             await asyncio.to_thread(self.output.close)
         if self.agent_session is not None:

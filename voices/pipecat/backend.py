@@ -11,6 +11,13 @@ phone playing the recording into it (`voices.pipecat.telephony`):
 
     transport.input() -> HeardTap -> VAD ... LullPiperTTS -> PlayedMarks -> transport.output()
 
+With `line` (`--line pstn`, with the recorded caller), the caller is on a telephone line
+(`voices.line.pstn`): CallerFileInput hands the pipeline what the line's caller->agent
+direction delivered, and ClockedSpeakerOutput puts what it played down the agent->caller
+direction; mic.wav is what the pipeline heard, out.wav what the caller heard (16 kHz
+both), and each answered turn's `turn_latency` adds the line's round trip
+(`voices.framework_waits`).
+
 Pipecat's own VAD (Silero) and start strategies decide when the caller speaks; Lull's
 end of turn as the pipeline's stop strategy (`voices.pipecat.turns.LullTurnStop`)
 decides when they have finished, as on Lull's own backends; Lull's whisper and piper,
@@ -40,6 +47,7 @@ from voices.backends.voice import decode_options
 from voices.framework_backend import FrameworkBackend
 from voices.framework_recording import FrameworkRecordings
 from voices.understanding.interpret import make_matcher_soon
+from voices.line.feed import LineFeed
 
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
@@ -61,7 +69,7 @@ class PipecatBackend(FrameworkBackend):
     def __init__(self, models, caller: Path | None = None, *, input_device: int | None = None,
                  output_device: int | None = None, aec: bool = True,
                  keep_secret_audio: bool = False, on_line: Callable[[str, str], None] | None = None,
-                 telephony: str | None = None) -> None:
+                 telephony: str | None = None, line=None) -> None:  # noqa: ANN001
         """`caller`: a recorded caller and a clocked speaker; without it, the microphone
         and speaker (`input_device`, `output_device`: sounddevice indices, None: default).
         `telephony="twilio"` (with `caller`): the caller on a Twilio Media Stream, through
@@ -69,9 +77,13 @@ class PipecatBackend(FrameworkBackend):
         (16 kHz), out.wav what the phone played (8 kHz).
         A call with a journal folder records mic.wav and out.wav there, on the journal's
         clock (what the microphone heard and the speaker played; masked where a value is
-        redacted, unless `keep_secret_audio`)."""
-        self._init_edge(on_line)
+        redacted, unless `keep_secret_audio`).
+        `line` (`voices.line.pstn.LineSettings`, with `caller`): the recorded caller on a
+        telephone line, both ways."""
+        if line is not None and (caller is None or telephony is not None):
+            raise ValueError("a telephone line needs a recorded caller, and no telephony (a Twilio stream is its own line)")
         self.models = models
+        self._init_edge(on_line, line)
         self.keep_secret_audio = keep_secret_audio
         self.caller = None if caller is None else Path(caller)
         if telephony is not None and (telephony != "twilio" or caller is None):
@@ -94,7 +106,10 @@ class PipecatBackend(FrameworkBackend):
             }
         else:
             transport = {"transport": "CallerFileInput/ClockedSpeakerOutput" if caller is not None else "MicrophoneInput/SpeakerOutput"}
+        if self.line is not None:
+            transport["transport"] += " on a pstn line (voices.line: the input's audio through it, the output's down it)"
         self.journal_header = {
+            **self._line_header(),
             "source": "pipecat",
             "pipeline": {
                 "pipecat": version("pipecat-ai"), "mode": "flow", **transport,
@@ -130,18 +145,27 @@ class PipecatBackend(FrameworkBackend):
             self.pipeline_input, self.output = self.carrier.input(), self.carrier.output()
             out_rate = PHONE_RATE  # what the phone played
         elif self.caller is not None:
-            self.pipeline_input, self.output = CallerFileInput(self.caller), ClockedSpeakerOutput(rate)
+            line = self.line
+            self.pipeline_input = CallerFileInput(self.caller, line=line.uplink if line is not None else None)
+            self.output = ClockedSpeakerOutput(rate, line=LineFeed(line.downlink) if line is not None else None)
+            out_rate = self._out_rate(rate)  # on a line: what the caller heard from it
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
             self.output = SpeakerOutput(self.output_device, rate, self.echo)
         if self.record_dir is not None:
             self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=mic_rate, out_rate=out_rate,
-                                                  keep_secret_audio=self.keep_secret_audio)
+                                                  keep_secret_audio=self.keep_secret_audio,
+                                                  out_delay_ms=self.line.downlink.delay_ms if self.line is not None else 0.0)
             if self.carrier is not None:
                 self.carrier.heard.on_frame, self.carrier.phone.on_played = self.recordings.mic, self.recordings.out
             else:
                 self.pipeline_input.on_frame, self.output.on_played = self.recordings.mic, self.recordings.out
+        output = self.output
+        waits = self._start_waits(lambda: output.played, rate)  # on a line: each answered turn's wait
+        if waits is not None:
+            record = self.pipeline_input.on_frame
+            self.pipeline_input.on_frame = lambda loop_time, pcm16: (waits.heard(loop_time, pcm16), record(loop_time, pcm16))
         heard, marks = ([self.carrier.heard], [self.carrier.marks]) if self.carrier is not None else ([], [])
         pipeline = Pipeline([
             self.pipeline_input,
@@ -178,6 +202,7 @@ class PipecatBackend(FrameworkBackend):
             self.processor.set_end_of_speech(ms)
 
     async def close(self) -> None:
+        self._close_line()
         if self.carrier is not None:
             if self.session is not None and not self.session.closed.is_set():
                 figures = self.carrier.figures()

@@ -10,6 +10,13 @@ copies and hands off to the loop (`voices.audio.MicStream`), and so does the spe
 `RoomEcho` (voices.room_echo) cancels and gates the agent's own voice out of the microphone.
 Pipecat's output transport around either output reports the bot
 started and stopped speaking from the audio, as it does for any transport.
+
+On a telephone line (`--line pstn`) the recorded caller is on the line's far end: the
+input transport hands the pipeline what the line delivered of each chunk (its
+caller->agent direction, `voices.line.pstn`), so the VAD and whisper hear the line, and
+the clocked speaker places what the bot said on the line's agent->caller direction
+(`voices.line.feed.LineFeed`, which runs it as a stream, silence between prompts) and
+hands on what came out of it: what the caller heard.
 """
 
 from __future__ import annotations
@@ -34,14 +41,18 @@ RATE = 16_000
 class CallerFileInput(BaseInputTransport):
     """A caller WAV (any rate, read as 16 kHz mono) as the pipeline's microphone."""
 
-    def __init__(self, path: Path, *, lead_in_s: float = 0.0, **kwargs) -> None:
+    def __init__(self, path: Path, *, lead_in_s: float = 0.0, line=None, **kwargs) -> None:  # noqa: ANN001
+        """`line`: a telephone line's caller->agent direction (`voices.line.pstn.LineDirection`,
+        16 kHz in and out): the pipeline gets what it delivers."""
         super().__init__(TransportParams(audio_in_enabled=True, audio_in_sample_rate=RATE), **kwargs)
         self._audio = load_wav_16k(path)
         self._lead_in = int(lead_in_s * RATE)
+        self._line = line
         self._task: asyncio.Task | None = None
         self.started_at: float | None = None  # loop time of the first sample
         self.duration_s = self._audio.size / RATE
-        self.on_frame = lambda loop_time, pcm16: None  # each block as the microphone gives it (mic.wav)
+        # each block as the microphone gives it, or on a line as the line delivers it (mic.wav)
+        self.on_frame = lambda loop_time, pcm16: None
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
@@ -62,6 +73,8 @@ class CallerFileInput(BaseInputTransport):
             if len(block) < 2 * chunk:
                 block += b"\0" * (2 * chunk - len(block))
             i += chunk
+            if self._line is not None:  # the same 20 ms as the line delivers it, its delay late
+                block = self._line.process_pcm16(block)
             self.on_frame(t, block)
             await self.push_audio_frame(InputAudioRawFrame(block, RATE, 1))
             t += CHUNK_S
@@ -75,21 +88,38 @@ class CallerFileInput(BaseInputTransport):
 
 
 class ClockedSpeakerOutput(BaseOutputTransport):
-    """The bot's audio, taken at the pace a sound card plays it; `played` keeps it."""
+    """The bot's audio, taken at the pace a sound card plays it; `played` keeps it.
 
-    def __init__(self, sample_rate: int, **kwargs) -> None:
+    With `line` (`voices.line.feed.LineFeed` on a telephone line's agent->caller
+    direction), what the card plays goes down the line, which runs from the transport's
+    start to its end, and `on_played` gets what came out of it (at `heard_rate`): what
+    the caller heard. `played` is still what the bot's card played."""
+
+    def __init__(self, sample_rate: int, *, line=None, **kwargs) -> None:  # noqa: ANN001
         super().__init__(TransportParams(audio_out_enabled=True, audio_out_sample_rate=sample_rate), **kwargs)
         self.played: list[tuple[float, bytes]] = []  # (loop time, pcm16) as written
-        self.on_played = lambda loop_time, pcm16: None  # each block as the card takes it (out.wav)
+        # each block as the card takes it, or on a line as the caller heard it (out.wav)
+        self.on_played = lambda loop_time, pcm16: None
+        self.line = line
+        self._line_task: asyncio.Task | None = None
+        if line is not None:
+            line.on_heard = lambda loop_time, pcm16: self.on_played(loop_time, pcm16)
         self._card_until: float | None = None
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
+        if self.line is not None and self._line_task is None:
+            self._line_task = self.create_task(self.line.run())  # the line carries silence until the bot speaks
         await self.set_transport_ready(frame)
 
     @property
     def played_rate(self) -> int:
         return self.sample_rate
+
+    @property
+    def heard_rate(self) -> int:
+        """The rate of what `on_played` gets."""
+        return self.line.direction.rate_out if self.line is not None else self.sample_rate
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
         loop = asyncio.get_running_loop()
@@ -97,10 +127,20 @@ class ClockedSpeakerOutput(BaseOutputTransport):
         if self._card_until is None or self._card_until < now:
             self._card_until = now  # idle until now: the card plays this at once
         self.played.append((self._card_until, frame.audio))
-        self.on_played(self._card_until, frame.audio)
+        if self.line is not None:
+            self.line.place(self._card_until, frame.audio)
+        else:
+            self.on_played(self._card_until, frame.audio)
         self._card_until += len(frame.audio) / 2 / frame.sample_rate
         await asyncio.sleep(max(0.0, self._card_until - loop.time() - 0.02))  # keep 20 ms queued, as a card does
         return True
+
+    async def cleanup(self) -> None:
+        if self._line_task is not None:
+            await self.cancel_task(self._line_task)
+            self._line_task = None
+            self.line.advance(asyncio.get_running_loop().time())  # what the caller heard up to now
+        await super().cleanup()
 
 
 class MicrophoneInput(BaseInputTransport):
