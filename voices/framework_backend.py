@@ -120,7 +120,8 @@ class FrameworkBackend:
 def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[float], *, timeout_s: float) -> dict:
     """`lull bench turn`'s caller through a framework backend (made with the caller's
     recording): the wait of each turn measured from the recording, as for the file
-    backend (`voices.backends.recorded_wait.gaps_from_audio`)."""
+    backend (`voices.backends.recorded_wait.gaps_from_audio`); on a line (the backend made
+    with one), to the first audible sample at the caller's end of it."""
     from sessions.live import LiveSession
 
     session = LiveSession(flow, backend)
@@ -147,8 +148,12 @@ def run_framework_turns(backend: FrameworkBackend, flow, speech_ends_s: list[flo
     ends_ms = [to_ms(source.started_at) + end * 1000.0 for end in speech_ends_s]
     stt = getattr(backend, "stt", None)
     decodes = [d["decode_s"] * 1000.0 for d in stt.decodes] if stt is not None else []
+    gaps = gaps_from_audio(ends_ms, played)
+    line = getattr(backend, "line", None)
+    if line is not None:  # what the agent played reaches the caller the line's delay later
+        gaps = [None if g is None else round(g + line.downlink.delay_ms, 1) for g in gaps]
     return {
-        "gaps_ms": gaps_from_audio(ends_ms, played),
+        "gaps_ms": gaps,
         "heard": heard,
         "turns_started": sum(1 for _, e in session.runtime.ladder_inputs if e.kind == "turn_started"),
         "outcome": f"timed out after {timeout_s:.0f} s" if timed_out else session.ended_reason,

@@ -51,7 +51,7 @@ def bench_turn(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     echo: Annotated[bool, typer.Option("--echo/--no-echo", help="Also run the turns through a simulated room echo, echo cancellation off and on.")] = True,
     backend: Annotated[str, typer.Option("--backend", metavar="file|pipecat|livekit|all", help="pipecat, livekit: also run the same caller through a Pipecat pipeline or a LiveKit AgentSession, its wait beside the file backend's; all: both.")] = "file",
-    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also run the same caller through the file backend on a telephone line (8 kHz G.711 mu-law both ways), its figures beside wideband.")] = None,
+    line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also run the same caller on a telephone line (8 kHz G.711 mu-law both ways), through the file backend and each framework --backend names, its figures beside wideband.")] = None,
     line_noise_dbfs: Annotated[float | None, typer.Option("--line-noise-dbfs", help="With --line: the line's noise floor, dBFS RMS (default -45).")] = None,
     line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost (default 0).")] = None,
     line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter, absorbed by a fixed jitter buffer (default 0).")] = None,
@@ -66,6 +66,7 @@ def bench_turn(
       lull bench turn --backend all --no-echo
       lull bench turn --line pstn --no-echo
       lull bench turn --caller human --backend all --no-echo
+      lull bench turn --caller human --backend all --line pstn --no-echo
     """
     from voices.turn_bench import CALLERS, run_turn_bench
 
@@ -136,11 +137,13 @@ def bench_turn(
     for name, row in result["wait_from_the_recording_summary"].items():
         gaps = " ".join(_fmt(g) for g in result["wait_from_the_recording_ms"][name])
         out.print(f"  {name}: median {_fmt(row['median'])} ms, max {_fmt(row['max'])} ms, {row['answered']} of {row['of']} turns answered ({gaps})")
-    for name in frameworks:
-        if f"wait_ratio_{name}_over_file" in result:
-            out.print(f"  {name} over file, median wait: {result[f'wait_ratio_{name}_over_file']}x")
+    runs = [*frameworks, *(f"{name} on the line" for name in frameworks)]
+    for name in runs:
+        for base in ("file", "file on the line"):
+            if f"wait_ratio_{name}_over_{base}" in result:
+                out.print(f"  {name} over {base}, median wait: {result[f'wait_ratio_{name}_over_{base}']}x")
     out.print(Text(f"  file heard: {' | '.join(result['file_heard'])}"))
-    for name in frameworks:
+    for name in runs:
         if name in result:  # the caller's words as the flow got them, one turn each
             heard = " | ".join(result[name]["heard"])
             out.print(Text(f"  {name} heard: {heard}"))

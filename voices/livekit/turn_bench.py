@@ -12,9 +12,9 @@ from . import quiet_livekit_logs
 from .backend import LiveKitBackend
 
 
-def run_livekit_turns(models, wav: Path, flow, speech_ends_s: list[float], *, timeout_s: float) -> dict:
+def run_livekit_turns(models, wav: Path, flow, speech_ends_s: list[float], *, timeout_s: float, line=None) -> dict:  # noqa: ANN001
     quiet_livekit_logs()
-    return run_framework_turns(LiveKitBackend(models, wav), flow, speech_ends_s, timeout_s=timeout_s)
+    return run_framework_turns(LiveKitBackend(models, wav, line=line), flow, speech_ends_s, timeout_s=timeout_s)
 
 
 __all__ = ["run_livekit_turns"]

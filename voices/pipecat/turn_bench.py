@@ -11,8 +11,8 @@ from voices.framework_backend import run_framework_turns
 from .backend import PipecatBackend
 
 
-def run_pipecat_turns(models, wav: Path, flow, speech_ends_s: list[float], *, timeout_s: float) -> dict:
-    return run_framework_turns(PipecatBackend(models, wav), flow, speech_ends_s, timeout_s=timeout_s)
+def run_pipecat_turns(models, wav: Path, flow, speech_ends_s: list[float], *, timeout_s: float, line=None) -> dict:  # noqa: ANN001
+    return run_framework_turns(PipecatBackend(models, wav, line=line), flow, speech_ends_s, timeout_s=timeout_s)
 
 
 __all__ = ["run_pipecat_turns"]
