@@ -13,6 +13,7 @@ import pytest
 
 from ladder.flow.understanding.text import digit_answer_evidence, mask_digits, parse_digits, restarts
 from sessions.replay import replay
+from console_fixtures import journal_text_without_clocks
 from sessions.scenarios import load_scenario, run_scenario
 
 
@@ -97,7 +98,7 @@ def _call(tmp_path, name: str, steps: list[dict]):
     assert outcome.passed, "\n".join(outcome.failures)
     result = replay(tmp_path / name)
     assert result.verdict == "CLEAN", result.describe()
-    return (tmp_path / name / "journal.jsonl").read_text()
+    return journal_text_without_clocks(tmp_path / name / "journal.jsonl")  # a timestamp's digits are no leak
 
 
 def test_a_sentence_with_a_number_in_it_fills_nothing(tmp_path):
