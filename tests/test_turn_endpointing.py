@@ -46,18 +46,14 @@ def models(loaded_models):
     return loaded_models  # loaded once for the run (conftest)
 
 
-def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
+def _asking_for_the_code(models, tmp_path, **timing):
+    """The shipped flow (its code question's `timing` as given) on the file backend with
+    a quiet caller the test talks through: (backend, session, until)."""
     from voices.backends.file import FileBackend
     from sessions.live import LiveSession
 
     data = json.loads(library_flow_path("reference_code").read_text())
-    # the decisions under test, not the machine's speed: each speculative decode has time
-    # to land on a loaded machine (in CI the first one came after a 900 ms hold, and a
-    # 2.5 s partial-value hold, so the turn ended on the hold, as it should when decoding
-    # is that slow): a 2 s pause inside a 3 s hold, and an 8 s hold once part is heard
-    ask_code = next(s for s in data["stages"] if s["id"] == "ask_code")
-    ask_code["timing"]["end_of_speech_ms"] = 3000
-    ask_code["timing"]["partial_value_hold_ms"] = 8000
+    next(s for s in data["stages"] if s["id"] == "ask_code")["timing"].update(timing)
     report = check_data(data, "reference_code")
     quiet = tmp_path / "quiet.wav"
     soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
@@ -66,6 +62,16 @@ def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
 
     def until(predicate, limit_s=40):
         return wait_until(predicate, limit_s, heard_seconds(backend))
+
+    return backend, session, until
+
+
+def test_two_digits_a_pause_and_the_rest_are_one_answer(models, tmp_path):
+    # the decisions under test, not the machine's speed: each speculative decode has time
+    # to land on a loaded machine (in CI the first one came after a 900 ms hold, and a
+    # 2.5 s partial-value hold, so the turn ended on the hold, as it should when decoding
+    # is that slow): a 2 s pause inside a 3 s hold, and an 8 s hold once part is heard
+    backend, session, until = _asking_for_the_code(models, tmp_path, end_of_speech_ms=3000, partial_value_hold_ms=8000)
 
     async def body():
         try:
@@ -123,21 +129,8 @@ def test_a_pauses_words_are_waited_for_when_the_decode_outlasts_the_hold(models,
     code said in two parts was cut at its pause (seen on a busy machine, and on the line)."""
     from dataclasses import replace
 
-    from voices.backends.file import FileBackend
-    from sessions.live import LiveSession
-
-    data = json.loads(library_flow_path("reference_code").read_text())
-    ask_code = next(s for s in data["stages"] if s["id"] == "ask_code")
-    ask_code["timing"]["end_of_speech_ms"] = 500
-    report = check_data(data, "reference_code")
-    quiet = tmp_path / "quiet.wav"
-    soundfile.write(quiet, np.zeros(1600, np.float32), 16000)
     slow = replace(models, recognizer=_SlowRecognizer(models.recognizer, 1.0))
-    backend = FileBackend(slow, quiet)
-    session = LiveSession(report.flow, backend, journal_dir=tmp_path / "take")
-
-    def until(predicate, limit_s=40):
-        return wait_until(predicate, limit_s, heard_seconds(backend))
+    backend, session, until = _asking_for_the_code(slow, tmp_path, end_of_speech_ms=500)
 
     async def body():
         try:
