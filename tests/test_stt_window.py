@@ -187,3 +187,18 @@ def test_without_a_tie_break_a_disagreement_goes_to_the_full_window():
     recognizer = _scripted_recognizer({8.0: "4 8 2 1", 10.0: "4 8 2", None: "4821"})
     heard = recognizer.transcribe(np.zeros(32000, np.float32), **{**SHORT_ANSWER_DECODE, "tiebreak_window_s": None})
     assert heard.text == "4821" and set(recognizer.windows) == {8.0, 10.0, None}
+
+
+def test_a_decode_no_longer_wanted_stops_before_its_further_windows():
+    # the caller went on past the pause these words were for: the two short windows
+    # disagree, and neither the tie-break nor the full window is decoded
+    recognizer = _scripted_recognizer({8.0: "2, 3.", 10.0: "2, 3, 2, 3, 2, 3, 2, 3", 12.0: "2 3", None: "Two, three."})
+    heard = recognizer.transcribe(np.zeros(32000, np.float32), abandon=lambda: True, **SHORT_ANSWER_DECODE)
+    assert (heard.text, heard.reason) == ("", "abandoned")
+    assert set(recognizer.windows) == {8.0, 10.0}
+
+
+def test_a_decode_still_wanted_goes_on_to_its_tie_break():
+    recognizer = _scripted_recognizer({8.0: "2, 3.", 10.0: "2, 3, 2, 3, 2, 3, 2, 3", 12.0: "2 3", None: "Two, three."})
+    heard = recognizer.transcribe(np.zeros(32000, np.float32), abandon=lambda: False, **SHORT_ANSWER_DECODE)
+    assert heard.text == "2 3" and set(recognizer.windows) == {8.0, 10.0, 12.0}

@@ -152,6 +152,46 @@ def test_a_pauses_words_are_waited_for_when_the_decode_outlasts_the_hold(models,
     assert replay(tmp_path / "take").verdict == "CLEAN"
 
 
+class _WatchedRecognizer(_SlowRecognizer):
+    """The slow whisper, noting for each decode whether its words were still wanted when
+    it finished (the backend's `abandon`)."""
+
+    def __init__(self, recognizer, delay_s: float) -> None:
+        super().__init__(recognizer, delay_s)
+        self.unwanted: list[bool] = []
+
+    def transcribe(self, audio, abandon=None, **options):
+        heard = super().transcribe(audio, **options)
+        self.unwanted.append(bool(abandon and abandon()))
+        return heard
+
+
+def test_a_pause_the_caller_talked_through_lets_its_decode_go(models, tmp_path):
+    """A pause's decode still running when the caller goes on is told its words are not
+    wanted, so a doubtful one stops before its further windows (seen on the line: a
+    stale decode going on to the full window kept the next pause's words waiting ~0.7 s)."""
+    from dataclasses import replace
+
+    watched = _WatchedRecognizer(models.recognizer, 0.6)
+    backend, session, until = _asking_for_the_code(replace(models, recognizer=watched), tmp_path, end_of_speech_ms=900)
+
+    async def body():
+        try:
+            await session.start()
+            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
+            await asyncio.sleep(0.3)
+            # a 0.3 s pause: long enough for its words to be decoded, over before they come
+            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(0.3 * 16000), np.float32), speech(models, "three four zero")]))
+            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
+        finally:
+            await session.stop()
+
+    asyncio.run(body())
+    assert session.runtime.state.get("reference_code") == "29340"
+    assert watched.unwanted[0] is True  # the pause's decode: the caller had gone on
+    assert watched.unwanted[-1] is False  # the turn's own words were wanted
+
+
 def test_a_repetition_loop_is_recognised():
     # a short encoder window's failure mode, decoded again with the full window
     from voices.stt import _loops

@@ -14,6 +14,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,8 @@ class Recognition:
     """One decoded utterance.
 
     ``reason`` is None when the text is usable, else why not ("recognizer_empty": no
-    words, or only noise markers such as "[BLANK_AUDIO]" or "(music)"). ``raw_text``
+    words, or only noise markers such as "[BLANK_AUDIO]" or "(music)"; "abandoned": the
+    caller asked for them stopped). ``raw_text``
     keeps what whisper literally said, for journals.
     """
 
@@ -247,6 +249,7 @@ class WhisperRecognizer:
         check_window_s: float | None = None,
         tiebreak_window_s: float | None = None,
         short_window_vad: dict | None = None,
+        abandon: Callable[[], bool] | None = None,
         **options,
     ) -> Recognition:
         """Decode float32 mono 16 kHz audio; the lazy segments are consumed here.
@@ -258,7 +261,10 @@ class WhisperRecognizer:
         first and the words stand if two of the three read alike (none of the two
         looping or over its token budget), else the full window decides;
         `short_window_vad` are whisper's VAD settings for the short windows only. The
-        bench compares them."""
+        bench compares them. `abandon`, if given, is asked before each further window:
+        when it says the words are no longer wanted (the caller went on past the pause
+        they were for), the decode stops there with reason "abandoned", freeing the
+        worker for the next pause's words."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         audio_s = x.shape[0] / SAMPLE_RATE
         if x.size == 0:
@@ -290,12 +296,15 @@ class WhisperRecognizer:
                         return used < limit and not _loops(text) and not _repeats(clean_transcript(text))
 
                     readings = [(raw, info)] if sound(raw, tokens) else []
+                    tiebreak = tiebreak_window_s is not None and audio_s + 1.0 <= tiebreak_window_s
                     if check is not None:
                         checked_raw, checked_info, checked_tokens = check.result()
                         if sound(checked_raw, checked_tokens):
                             readings.append((checked_raw, checked_info))
                     doubt = not readings or (check is not None and (len(readings) < 2 or not _same_reading(readings[0][0], readings[1][0])))
-                    if doubt and tiebreak_window_s is not None and audio_s + 1.0 <= tiebreak_window_s:
+                    if doubt and abandon is not None and abandon():
+                        return Recognition("", "abandoned", audio_s, time.perf_counter() - t0, None)
+                    if doubt and tiebreak:
                         # a third window settles it when it reads as one of the two did
                         # (one looped, or misheard a word): cheaper than the full window
                         third_raw, third_info, third_tokens = self._decode(x, tiebreak_window_s, short)
@@ -304,6 +313,8 @@ class WhisperRecognizer:
                             if agreeing:
                                 raw, info = third_raw, third_info
                                 doubt = False
+                    if doubt and abandon is not None and abandon():
+                        return Recognition("", "abandoned", audio_s, time.perf_counter() - t0, None)
                     if doubt:
                         raw, info, _ = self._decode(x, None, options)
         except Exception as exc:

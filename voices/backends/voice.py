@@ -561,9 +561,14 @@ class VoiceBackend:
         if spec.stale:
             return
         try:
-            recognition = self.models.recognizer.transcribe(audio, **options)
+            # a pause the caller talked on through: its words are not wanted, and a
+            # doubtful decode's further windows (up to the full one, ~1 s on a line)
+            # would keep the next pause's words waiting behind them
+            recognition = self.models.recognizer.transcribe(audio, abandon=lambda: spec.stale, **options)
         except RecognizerError:
             recognition = None  # the turn's own decode reports a failing recognizer
+        if recognition is not None and recognition.reason == "abandoned":
+            recognition = None  # if the turn ended meanwhile, its own decode runs (as for a failed one)
         self.loop.call_soon_threadsafe(self._speculated, spec, recognition)
 
     def _speculated(self, spec: _Speculation, recognition) -> None:
