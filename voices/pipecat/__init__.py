@@ -4,7 +4,8 @@
   as a Pipecat FrameProcessor; `frames`: `LullEventFrame`, for what Pipecat has no frame for;
 - `services`: Lull's whisper and piper as Pipecat services; `transports`: a recorded
   caller in and a clocked speaker out, no sound card; `turns`: Lull's end of turn as a
-  stop strategy (`LullTurnStop`, `lull_turns`), and Lull owns barge-in;
+  stop strategy (`LullTurnStop`, `lull_turns`), and Lull owns barge-in; `vad`:
+  `PauseSafeSileroVAD`, Pipecat's Silero VAD without model resets inside a caller's pause;
 - `turn_completion`: `lull_turn_completion()`, the LLM's turn-completion markers read
   by Lull with their timers handed to it; `scripted_llm`: `TableLLMService`, an LLM
   whose replies come from a table (rehearsing beside an LLM, offline);
@@ -26,8 +27,9 @@ from .transports import CallerFileInput, ClockedSpeakerOutput
 from .scripted_llm import TableLLMService
 from .turn_completion import lull_turn_completion
 from .turns import LullTurnStop, lull_owns_barge_in, lull_turns
+from .vad import PauseSafeSileroVAD
 
 __all__ = [
     "CallerFileInput", "ClockedSpeakerOutput", "LullEventFrame", "LullPiperTTS", "LullProcessor",
-    "LullTurnStop", "LullWhisperSTT", "TableLLMService", "lull_owns_barge_in", "lull_turn_completion", "lull_turns",
+    "LullTurnStop", "LullWhisperSTT", "PauseSafeSileroVAD", "TableLLMService", "lull_owns_barge_in", "lull_turn_completion", "lull_turns",
 ]

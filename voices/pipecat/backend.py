@@ -34,7 +34,6 @@ from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
-from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADParams
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
@@ -52,6 +51,7 @@ from voices.line.feed import LineFeed
 from .processor import LullProcessor
 from .services import LullPiperTTS, LullWhisperSTT
 from .turns import lull_turns
+from .vad import PauseSafeSileroVAD
 from .transports import CallerFileInput, ClockedSpeakerOutput, MicrophoneInput, RoomEcho, SpeakerOutput
 
 
@@ -113,7 +113,7 @@ class PipecatBackend(FrameworkBackend):
             "source": "pipecat",
             "pipeline": {
                 "pipecat": version("pipecat-ai"), "mode": "flow", **transport,
-                "vad": "SileroVADAnalyzer", "turns": "UserTurnProcessor (VAD and transcription start, LullTurnStop; Lull owns barge-in)",
+                "vad": "PauseSafeSileroVAD", "turns": "UserTurnProcessor (VAD and transcription start, LullTurnStop; Lull owns barge-in)",
                 "stt": "LullWhisperSTT", "tts": "LullPiperTTS",
                 **({} if caller is not None else {"aec": aec, "echo_gate": True}),
             },
@@ -171,7 +171,7 @@ class PipecatBackend(FrameworkBackend):
             self.pipeline_input,
             *heard,
             self.processor.room_gate(),  # a television under the caller: kept from the VAD and STT once known
-            VADProcessor(vad_analyzer=SileroVADAnalyzer(params=VADParams(stop_secs=PAUSE_S))),
+            VADProcessor(vad_analyzer=PauseSafeSileroVAD(params=VADParams(stop_secs=PAUSE_S))),
             self.stt,
             UserTurnProcessor(user_turn_strategies=lull_turns(self.processor)),
             self.processor,
