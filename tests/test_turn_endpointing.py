@@ -123,6 +123,27 @@ class _SlowRecognizer:
         return self._recognizer.transcribe(audio, **options)
 
 
+def _the_code_with_a_pause(models, used, tmp_path, *, pause_s: float, end_of_speech_ms: float):
+    """A call on `used` (the models, perhaps with a slowed recognizer) where the caller,
+    asked for the code, says "two nine", pauses `pause_s`, then "three four zero"; the
+    session once the code was taken."""
+    backend, session, until = _asking_for_the_code(used, tmp_path, end_of_speech_ms=end_of_speech_ms)
+
+    async def body():
+        try:
+            await session.start()
+            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
+            await asyncio.sleep(0.3)
+            pause = np.zeros(int(pause_s * 16000), np.float32)
+            talk(backend, np.concatenate([speech(models, "two nine"), pause, speech(models, "three four zero")]))
+            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
+        finally:
+            await session.stop()
+
+    asyncio.run(body())
+    return session
+
+
 def test_a_pauses_words_are_waited_for_when_the_decode_outlasts_the_hold(models, tmp_path):
     """The hold runs out while the pause's words are still being decoded: the turn waits
     for them, and part of a code holds it open. Before, the turn ended on the hold and a
@@ -130,20 +151,8 @@ def test_a_pauses_words_are_waited_for_when_the_decode_outlasts_the_hold(models,
     from dataclasses import replace
 
     slow = replace(models, recognizer=_SlowRecognizer(models.recognizer, 1.0))
-    backend, session, until = _asking_for_the_code(slow, tmp_path, end_of_speech_ms=500)
-
-    async def body():
-        try:
-            await session.start()
-            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
-            await asyncio.sleep(0.3)
-            # a 0.8 s pause: longer than the 500 ms hold, shorter than the decode
-            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(0.8 * 16000), np.float32), speech(models, "three four zero")]))
-            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
-        finally:
-            await session.stop()
-
-    asyncio.run(body())
+    # a 0.8 s pause: longer than the 500 ms hold, shorter than the decode
+    session = _the_code_with_a_pause(models, slow, tmp_path, pause_s=0.8, end_of_speech_ms=500)
     assert session.runtime.state.get("reference_code") == "29340"
     journal = read_journal(tmp_path / "take")
     assert len([r for r in journal.inputs() if r["kind"] == "turn_started"]) == 1  # one answer, not two fragments
@@ -173,20 +182,8 @@ def test_a_pause_the_caller_talked_through_lets_its_decode_go(models, tmp_path):
     from dataclasses import replace
 
     watched = _WatchedRecognizer(models.recognizer, 0.6)
-    backend, session, until = _asking_for_the_code(replace(models, recognizer=watched), tmp_path, end_of_speech_ms=900)
-
-    async def body():
-        try:
-            await session.start()
-            await until(lambda: session.runtime.asking == ("main", "ask_code") and session.runtime.ladder.state.value == "listening")
-            await asyncio.sleep(0.3)
-            # a 0.3 s pause: long enough for its words to be decoded, over before they come
-            talk(backend, np.concatenate([speech(models, "two nine"), np.zeros(int(0.3 * 16000), np.float32), speech(models, "three four zero")]))
-            await until(lambda: session.runtime.asking == ("main", "confirm_code"))
-        finally:
-            await session.stop()
-
-    asyncio.run(body())
+    # a 0.3 s pause: long enough for its words to be decoded, over before they come
+    session = _the_code_with_a_pause(models, replace(models, recognizer=watched), tmp_path, pause_s=0.3, end_of_speech_ms=900)
     assert session.runtime.state.get("reference_code") == "29340"
     assert watched.unwanted[0] is True  # the pause's decode: the caller had gone on
     assert watched.unwanted[-1] is False  # the turn's own words were wanted
