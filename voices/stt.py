@@ -295,6 +295,9 @@ class WhisperRecognizer:
                     def sound(text: str, used: int) -> bool:
                         return used < limit and not _loops(text) and not _repeats(clean_transcript(text))
 
+                    def unwanted() -> bool:  # asked before each further window
+                        return abandon is not None and abandon()
+
                     readings = [(raw, info)] if sound(raw, tokens) else []
                     tiebreak = tiebreak_window_s is not None and audio_s + 1.0 <= tiebreak_window_s
                     if check is not None:
@@ -302,7 +305,7 @@ class WhisperRecognizer:
                         if sound(checked_raw, checked_tokens):
                             readings.append((checked_raw, checked_info))
                     doubt = not readings or (check is not None and (len(readings) < 2 or not _same_reading(readings[0][0], readings[1][0])))
-                    if doubt and abandon is not None and abandon():
+                    if doubt and unwanted():
                         return Recognition("", "abandoned", audio_s, time.perf_counter() - t0, None)
                     if doubt and tiebreak:
                         # a third window settles it when it reads as one of the two did
@@ -313,7 +316,7 @@ class WhisperRecognizer:
                             if agreeing:
                                 raw, info = third_raw, third_info
                                 doubt = False
-                    if doubt and abandon is not None and abandon():
+                    if doubt and unwanted():
                         return Recognition("", "abandoned", audio_s, time.perf_counter() - t0, None)
                     if doubt:
                         raw, info, _ = self._decode(x, None, options)

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 
-from pipecat.audio.vad.silero import SileroVADAnalyzer
+from pipecat.audio.vad.silero import (
+    _MODEL_RESET_INTERVAL_SECS as RESET_INTERVAL_S,  # Pipecat's own: a reset every 2 s of audio,
+    _MODEL_RESET_MAX_CONFIDENCE as RESET_MAX_CONFIDENCE,  # during windows that score under 0.1
+    SileroVADAnalyzer,
+)
 from pipecat.audio.vad.vad_analyzer import VADState
 
-# Pipecat's own figures (pipecat.audio.vad.silero), kept: a reset every 2 s of audio,
-# during windows that score under 0.1
-RESET_INTERVAL_S = 2.0
-RESET_MAX_CONFIDENCE = 0.1
 # clear non-speech a reset waits for: Pipecat waits 0.16 s
 QUIET_BEFORE_RESET_S = 0.8
 
