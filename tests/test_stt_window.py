@@ -149,8 +149,11 @@ def _scripted_recognizer(readings: dict):
     recognizer.short_window_s = None
     recognizer.windows = []
 
+    recognizer.penalties = {}
+
     def decode(x, window_s, options):
         recognizer.windows.append(window_s)
+        recognizer.penalties[window_s] = options.get("repetition_penalty")
         text = readings[window_s]
         return text, None, len(text.split())
 
@@ -202,3 +205,12 @@ def test_a_decode_still_wanted_goes_on_to_its_tie_break():
     recognizer = _scripted_recognizer({8.0: "2, 3.", 10.0: "2, 3, 2, 3, 2, 3, 2, 3", 12.0: "2 3", None: "Two, three."})
     heard = recognizer.transcribe(np.zeros(32000, np.float32), abandon=lambda: False, **SHORT_ANSWER_DECODE)
     assert heard.text == "2 3" and set(recognizer.windows) == {8.0, 10.0, 12.0}
+
+
+def test_the_first_two_short_windows_are_penalised_for_repeating_and_the_others_not():
+    # the penalty stops a short window's loops on a phone line; the tie-break and the full
+    # window decode without it, so a caller's own "5 1 1 1" has windows not leaning against it
+    recognizer = _scripted_recognizer({8.0: "5 1 1", 10.0: "5 1 1 1", 12.0: "5 4 1 1", None: "5 1 1 1"})
+    heard = recognizer.transcribe(np.zeros(32000, np.float32), **SHORT_ANSWER_DECODE)
+    assert heard.text == "5 1 1 1"
+    assert recognizer.penalties == {8.0: 1.05, 10.0: 1.05, 12.0: None, None: None}

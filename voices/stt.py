@@ -102,7 +102,19 @@ SHORTER_PAUSES = {"min_silence_duration_ms": 500, "speech_pad_ms": 150}
 # the tie before the full window is asked: on `lull bench stt`, codes read right 46/48
 # against 45/48 on the callers tuned on and 42/48 against 43/48 on the held-out ones,
 # with the decode's p90 at 429 and 440 ms against 703 and 766 ms.
-SHORT_ANSWER_DECODE = {"window_s": 8.0, "check_window_s": 10.0, "tiebreak_window_s": 12.0, "short_window_vad": SHORTER_PAUSES}
+# On a telephone line tiny.en's short windows loop far more often ("2, 3, 5, 4, 4, 4,
+# ...", "5 1 1 1 1 ..."), and each loop sends the decode to the tie-break or the full
+# window (about 0.4 s more): a repetition penalty of 1.05 on the first two windows
+# (CTranslate2's, on tokens already written) stops the loops. Measured on the same
+# decodes (`lull bench stt` and `--line pstn` give the figures): codes from the human
+# recordings, whole and cut at each pause, and the callers of the dev seed, wideband and
+# on the line: read right as often or more (a caller's first digits read "4 4" for "4"
+# no longer), the decode's mean on the line 266 -> 142 ms and its p90 783 -> 164 ms;
+# on the held-out seed's callers the same counts read right, mean 251 -> 186 ms on the
+# line. 1.1 and 1.15 dropped a caller's repeated digits ("5 1 1" for "5 1 1 1"); the
+# tie-break window stays unpenalised for that reason.
+SHORT_ANSWER_DECODE = {"window_s": 8.0, "check_window_s": 10.0, "tiebreak_window_s": 12.0, "short_window_vad": SHORTER_PAUSES,
+                       "short_window_repetition_penalty": 1.05}
 _LOOP = re.compile(r"\b(\S+(?:\s+\S+){0,3}?)(?:[\s,.-]+\1\b){5,}", re.IGNORECASE)
 _TOKEN = re.compile(r"[a-z0-9']+")
 
@@ -249,6 +261,7 @@ class WhisperRecognizer:
         check_window_s: float | None = None,
         tiebreak_window_s: float | None = None,
         short_window_vad: dict | None = None,
+        short_window_repetition_penalty: float | None = None,
         abandon: Callable[[], bool] | None = None,
         **options,
     ) -> Recognition:
@@ -260,8 +273,9 @@ class WhisperRecognizer:
         full window decides; with `tiebreak_window_s` too, a third short window decodes
         first and the words stand if two of the three read alike (none of the two
         looping or over its token budget), else the full window decides;
-        `short_window_vad` are whisper's VAD settings for the short windows only. The
-        bench compares them. `abandon`, if given, is asked before each further window:
+        `short_window_vad` are whisper's VAD settings for the short windows only, and
+        `short_window_repetition_penalty` the decoder's penalty on tokens it already
+        wrote, for the first short window and its check only. The bench compares them. `abandon`, if given, is asked before each further window:
         when it says the words are no longer wanted (the caller went on past the pause
         they were for), the decode stops there with reason "abandoned", freeing the
         worker for the next pause's words."""
@@ -286,11 +300,17 @@ class WhisperRecognizer:
                     if short_window_vad is not None:
                         short["vad_parameters"] = short_window_vad
                     checked = check_window_s is not None and audio_s + 1.0 <= check_window_s
+                    # the first two windows are penalised for repeating themselves (a
+                    # short window's loop is "2, 3, 5, 4, 4, 4, ..."); the tie-break is
+                    # not, so a caller's "4 4" has a window that does not lean against it
+                    first = short
+                    if short_window_repetition_penalty is not None:
+                        first = {**short, "repetition_penalty": short_window_repetition_penalty}
                     # two windows err differently (one adds a digit, one drops a part):
                     # when they disagree, neither is trusted. The check decodes beside
                     # the first, on the model's second worker
-                    check = self._checker.submit(self._decode, x, check_window_s, short) if checked else None
-                    raw, info, tokens = self._decode(x, window, short)
+                    check = self._checker.submit(self._decode, x, check_window_s, first) if checked else None
+                    raw, info, tokens = self._decode(x, window, first)
 
                     def sound(text: str, used: int) -> bool:
                         return used < limit and not _loops(text) and not _repeats(clean_transcript(text))

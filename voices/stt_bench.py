@@ -39,10 +39,11 @@ _YES_NO = (
 
 # name -> transcribe() options: the two the agent uses, then the alternatives
 IN_USE = "30 s window (in use)"
-SHORT = "8 s window checked by a 10 s one, a 12 s one breaking a tie, pauses shortened (in use for a code or a yes/no)"
+SHORT = "8 s window checked by a 10 s one (both penalised for repeating), a 12 s one breaking a tie, pauses shortened (in use for a code or a yes/no)"
 VARIANTS: dict[str, dict] = {
     IN_USE: {},
     SHORT: dict(SHORT_ANSWER_DECODE),
+    "the same, no repetition penalty": {**SHORT_ANSWER_DECODE, "short_window_repetition_penalty": None},
     "8 s window checked by a 10 s one, no tie-break, pauses shortened": {**SHORT_ANSWER_DECODE, "tiebreak_window_s": None},
     "8 s window, pauses shortened, no second window": {"window_s": 8.0, "vad_parameters": SHORTER_PAUSES},
     "30 s window, pauses shortened": {"vad_parameters": SHORTER_PAUSES},
