@@ -141,3 +141,48 @@ def test_the_whole_code_again_replaces_the_partial_answer(tmp_path):
         {"say": "it's 4 8 2 1"},
         {"expect": {"slots": {"reference_code": "4821"}, "journal_contains": [{"kind": "partial_replaced", "reason": "whole_value"}]}},
     ])
+
+
+def test_digits_that_would_overrun_the_code_start_it_again():
+    # a four-digit code: "one nine three five" misheard as "193" leaves a partial; the
+    # caller, asked again, starts over ("two zero", a pause, "eight six"). Glued to the
+    # partial "2 0" would make five digits, more than any code: they begin it again, so
+    # the end of turn holds the turn open at the pause and the whole code fills the slot
+    from ladder import CallerUtterance, PlaybackCompleted, RequestPrompt, StartCall, Trace
+    from ladder.flow.runtime import FlowRuntime
+    from ladder.flow.understanding.text import answer_progress, replaced_partial
+    from sessions.flowfiles import check_data
+
+    assert replaced_partial("2 0", "20", "193", 4, 4) == "overrun"
+    assert replaced_partial("5", "5", "193", 4, 4) is None  # the rest of it
+    assert replaced_partial("2 0", "20", "193", 4, 8) is None  # 19320 may be a code
+    assert answer_progress("digits", "2 0", min_length=4, max_length=4, partial="193") == "partial"
+    assert answer_progress("digits", "5", min_length=4, max_length=4, partial="193") == "complete"
+
+    report = check_data({
+        "name": "meter", "stages": [
+            {"id": "ask", "say": "What is the code?", "collect": ["code"]},
+            {"id": "done", "after": ["ask"], "say": "Thank you.", "terminal": True}],
+        "slots": {"code": {"type": "digits", "min_length": 4, "max_length": 4}},
+    }, "test flow")
+    assert report.flow is not None, report.problems
+    runtime = FlowRuntime(report.flow)
+    now, traces = 0.0, []
+
+    def play(effects):
+        nonlocal now
+        for effect in effects:
+            if isinstance(effect, Trace):
+                traces.append(effect)
+            if isinstance(effect, RequestPrompt):
+                now += 500
+                play(runtime.handle(PlaybackCompleted(effect.token), now))
+
+    play(runtime.handle(StartCall(), now))
+    for seq, words in enumerate(["193.", "2 0", "8 6"], start=1):
+        now += 1000
+        play(runtime.handle(CallerUtterance(f"t{seq}", seq, words), now))
+        if seq == 2:
+            assert runtime.partial == {"code": "20"}
+    assert runtime.state["code"] == "2086"
+    assert [t.reason for t in traces if t.kind == "partial_replaced"] == ["overrun"]

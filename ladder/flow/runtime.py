@@ -74,7 +74,7 @@ from .understanding.text import (
     parse_number,
     parse_text,
     parse_yes_no,
-    restarts,
+    replaced_partial,
     verbatim_passes,
     word_similarity,
 )
@@ -423,9 +423,11 @@ class FlowRuntime:
                         self._trace("digits_not_an_answer", "not_mostly_digits", turn=event.turn, slot=slot, heard=len(value))
                         continue
                     earlier = self.partial.get(slot, "")
-                    if earlier and (restarts(event.text) or (spec.min_length or 1) <= len(value) <= (spec.max_length or len(value))):
-                        # a correction ("no, sorry, 4 8 2 2") or the whole code again replaces the partial
-                        self._trace("partial_replaced", "restart" if restarts(event.text) else "whole_value", turn=event.turn, slot=slot)
+                    replaced = replaced_partial(event.text, value, earlier, spec.min_length, spec.max_length)
+                    if replaced is not None:
+                        # a correction ("no, sorry, 4 8 2 2"), the whole code again, or digits
+                        # that would overrun the code (the caller started again) replace the partial
+                        self._trace("partial_replaced", replaced, turn=event.turn, slot=slot)
                         earlier = ""
                     value = earlier + value
                     self._remember_secret(slot, value, event.turn)

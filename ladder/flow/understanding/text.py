@@ -435,6 +435,23 @@ class LexicalMatcher:
         return (name if score >= self.threshold else None), round(score, 3)
 
 
+def replaced_partial(text: str, digits: str, partial: str, min_length: int | None, max_length: int | None) -> str | None:
+    """Why the `digits` heard in `text` replace the `partial` code heard before, not
+    continue it, or None (they continue it): "restart" ("no, sorry, 5 5"), "whole_value"
+    (a code of the allowed length on its own), or "overrun" (the two together would be
+    longer than any code: the caller started again, perhaps because the first part was
+    misheard ("193" for "one nine three five", then the caller's "two zero ...").)"""
+    if not partial:
+        return None
+    if restarts(text):
+        return "restart"
+    if (min_length or 1) <= len(digits) <= (max_length or len(digits)):
+        return "whole_value"
+    if max_length and len(partial) + len(digits) > max_length >= len(digits):
+        return "overrun"
+    return None
+
+
 def answer_progress(
     kind: str,
     text: str,
@@ -454,8 +471,7 @@ def answer_progress(
         digits = parse_digits(text)
         if digits is None or not digit_answer_evidence(text, answer_phrase):
             return None
-        whole = (min_length or 1) <= len(digits) <= (max_length or len(digits))
-        value = digits if restarts(text) or whole else partial + digits
+        value = digits if replaced_partial(text, digits, partial, min_length, max_length) else partial + digits
         if min_length and len(value) < min_length:
             return "partial"
         if max_length and len(value) > max_length:
