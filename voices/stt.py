@@ -105,14 +105,15 @@ SHORTER_PAUSES = {"min_silence_duration_ms": 500, "speech_pad_ms": 150}
 # On a telephone line tiny.en's short windows loop far more often ("2, 3, 5, 4, 4, 4,
 # ...", "5 1 1 1 1 ..."), and each loop sends the decode to the tie-break or the full
 # window (about 0.4 s more): a repetition penalty of 1.05 on the first two windows
-# (CTranslate2's, on tokens already written) stops the loops. Measured on the same
-# decodes (`lull bench stt` and `--line pstn` give the figures): codes from the human
-# recordings, whole and cut at each pause, and the callers of the dev seed, wideband and
-# on the line: read right as often or more (a caller's first digits read "4 4" for "4"
-# no longer), the decode's mean on the line 266 -> 142 ms and its p90 783 -> 164 ms;
-# on the held-out seed's callers the same counts read right, mean 251 -> 186 ms on the
-# line. 1.1 and 1.15 dropped a caller's repeated digits ("5 1 1" for "5 1 1 1"); the
-# tie-break window stays unpenalised for that reason.
+# (CTranslate2's, on tokens already written) stops the loops. Measured by decoding each
+# window once, wideband and down the line, for codes built from the human recordings
+# (whole, and cut at each pause) and `lull bench stt`'s dev callers, then comparing the
+# rules on the same readings: read right as often or more (a caller's first "4" no
+# longer read "4 4"), except 2 of piper's 76 wideband; the decode's mean on the line
+# 266 -> 142 ms, its p90 783 -> 164 ms; on the held-out seed the same counts, mean 251
+# -> 186 ms on the line. At 1.1 and 1.15 a caller's repeated digits were dropped ("4 5
+# 4" for 4 5 4 4), so the tie-break window, which runs only when the two disagree,
+# decodes without it. `lull bench stt` compares the two.
 SHORT_ANSWER_DECODE = {"window_s": 8.0, "check_window_s": 10.0, "tiebreak_window_s": 12.0, "short_window_vad": SHORTER_PAUSES,
                        "short_window_repetition_penalty": 1.05}
 _LOOP = re.compile(r"\b(\S+(?:\s+\S+){0,3}?)(?:[\s,.-]+\1\b){5,}", re.IGNORECASE)
@@ -275,10 +276,11 @@ class WhisperRecognizer:
         looping or over its token budget), else the full window decides;
         `short_window_vad` are whisper's VAD settings for the short windows only, and
         `short_window_repetition_penalty` the decoder's penalty on tokens it already
-        wrote, for the first short window and its check only. The bench compares them. `abandon`, if given, is asked before each further window:
-        when it says the words are no longer wanted (the caller went on past the pause
-        they were for), the decode stops there with reason "abandoned", freeing the
-        worker for the next pause's words."""
+        wrote, for the first short window and its check only. The bench compares them.
+        `abandon`, if given, is asked before each further window: when it says the
+        words are no longer wanted (the caller went on past the pause they were for),
+        the decode stops there with reason "abandoned", freeing the worker for the next
+        pause's words."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         audio_s = x.shape[0] / SAMPLE_RATE
         if x.size == 0:
