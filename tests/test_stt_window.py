@@ -135,6 +135,26 @@ def test_bench_stt_measures_every_variant_on_the_same_callers(models):
     assert result["variants"][IN_USE]["digits_right"] >= 3
 
 
+def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
+    from voices.line.pstn import LineSettings
+    from voices.stt_bench import IN_USE, VARIANTS, human_callers, run_stt_bench
+
+    callers = human_callers(codes=2)
+    # each code whole and cut after each digit: what a pause's early decode gets
+    assert [said for _, said, _ in callers][:4] == [callers[3][1][:n] for n in range(1, 5)]
+    assert all(kind == "digits" for *_, kind in callers) and len(callers) == 8
+    lined = human_callers(codes=2, line=LineSettings())
+    assert len(lined) == 8 and not np.array_equal(lined[3][0], callers[3][0])  # heard through the line
+    result = run_stt_bench(models.recognizer, models.voice, codes=2, caller="human", line=LineSettings())
+    assert result["callers"] == {"digits": 8, "words": 0, "yes_no": 0} and result["line"]["kind"] == "pstn"
+    assert set(result["variants"]) == set(VARIANTS)
+    for row in result["variants"].values():
+        assert row["yes_no_median_ms"] is None and row["mean_ms"] > 0
+        assert len(row["misses"]) == 8 - row["digits_right"]
+    # the human digits down the line: the full window reads most of them
+    assert result["variants"][IN_USE]["digits_right"] >= 5
+
+
 def _scripted_recognizer(readings: dict):
     """A WhisperRecognizer whose decodes return `readings[window_s]` (text), no model."""
     import concurrent.futures

@@ -106,6 +106,51 @@ def make_callers(voice, codes: int = 48, seed: int = 7, answers: int | None = No
     return callers
 
 
+def human_callers(codes: int = 40, seed: int = 5, line=None) -> list[tuple[np.ndarray, str, str]]:  # noqa: ANN001
+    """Codes of the digits one to five said by real people (voices/human_speech: two
+    speakers, taken in turn), the digits joined by a gap of 0.15-0.45 s or a pause of
+    0.6-1.4 s (seeded), each code whole and cut 120 ms after each of its digits but the
+    last (what a pause's early decode gets): `codes` x 4 callers, (audio, the digits said
+    so far, "digits"). With `line`, each is heard through it (its seed the line's plus
+    the caller's number)."""
+    from voices.human_speech import clip, digit_file, material, words_s
+
+    rate = material()["rate"]
+    rng = np.random.default_rng(seed)
+    callers = []
+    for n in range(codes):
+        speaker = "by"[n % 2]
+        digits = [int(d) for d in rng.integers(1, 6, 4)]
+        t, pieces, ends = 0.3, [], []
+        for i, digit in enumerate(digits):
+            name = digit_file(digit, speaker)
+            start, end = words_s(name)
+            if i:
+                t += float(rng.choice([rng.uniform(0.15, 0.45), rng.uniform(0.6, 1.4)]))
+            pieces.append((t - start, name))
+            t = t - start + end
+            ends.append(t)
+        total = max(at + len(clip(name)) / rate for at, name in pieces) + 0.3
+        audio = np.zeros(int(total * RATE), np.float32)
+        for at, name in pieces:
+            samples = clip(name)
+            i = int(at * RATE)
+            audio[i : i + samples.size] += samples[: audio.size - i]
+        audio += np.random.default_rng(n).standard_normal(audio.size).astype(np.float32) * 3e-4  # a quiet room
+        for j, end in enumerate(ends):
+            callers.append((audio[: int((end + 0.12) * RATE)], "".join(map(str, digits[: j + 1])), "digits"))
+    if line is not None:
+        from .line.pstn import LineSettings, PhoneLine
+
+        callers = [(PhoneLine(LineSettings(**{**line.__dict__, "seed": line.seed + k})).uplink.through(audio), said, kind)
+                   for k, (audio, said, kind) in enumerate(callers)]
+    return callers
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     k = (len(ordered) - 1) * q
@@ -119,10 +164,17 @@ DEV_SEED = 7
 HELD_OUT_SEED = 41
 
 
-def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None, seed: int = DEV_SEED) -> dict:
+def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None, seed: int = DEV_SEED,
+                  caller: str = "synthetic", line=None) -> dict:  # noqa: ANN001
+    """Every variant on the same callers: piper's (`make_callers`), or with `caller`
+    "human" real people's codes (`human_callers`, `codes` of them, whole and cut at each
+    pause), wideband or through `line`."""
     from ladder.flow.understanding.text import parse_digits, parse_yes_no
 
-    callers = make_callers(voice, codes, seed=seed, answers=answers)
+    if caller == "human":
+        callers = human_callers(codes, line=line)
+    else:
+        callers = make_callers(voice, codes, seed=seed, answers=answers)
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     code_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0, "yes_no": 0} for name in VARIANTS}
@@ -150,15 +202,18 @@ def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None
     counts = {kind: sum(k == kind for *_, k in callers) for kind in ("digits", "words", "yes_no")}
     return {
         "seed": seed,
+        "caller": caller,
+        "line": None if line is None else line.__dict__,
         "callers": counts,
         "variants": {
             name: {
                 "digits_right": right[name]["digits"],
                 "words_right": right[name]["words"],
                 "yes_no_right": right[name]["yes_no"],
-                "yes_no_median_ms": round(statistics.median(short_times[name]), 1),
-                "median_ms": round(statistics.median(times[name]), 1),
-                "codes_median_ms": round(statistics.median(code_times[name]), 1),
+                "yes_no_median_ms": _median(short_times[name]),
+                "median_ms": _median(times[name]),
+                "codes_median_ms": _median(code_times[name]),
+                "mean_ms": round(statistics.mean(times[name]), 1),
                 "p90_ms": round(_percentile(times[name], 0.9), 1),
                 "max_ms": round(max(times[name]), 1),
                 "misses": misses[name],

@@ -492,44 +492,58 @@ def bench_stt(
     line_loss: Annotated[float | None, typer.Option("--line-loss", help="With --line: the fraction of 20 ms packets lost (default 0).")] = None,
     line_jitter_ms: Annotated[float | None, typer.Option("--line-jitter-ms", help="With --line: the packets' jitter (default 0).")] = None,
     line_seed: Annotated[int | None, typer.Option("--line-seed", help="With --line: the seed of the line (default 0; each caller takes the next).")] = None,
+    caller: Annotated[str, typer.Option("--caller", metavar="synthetic|human", help="synthetic: piper's callers (codes, yes/no answers, requests); human: codes said by real people (voices/human_speech), each whole and cut at each pause, --codes of them; with --line, every variant heard through the line.")] = "synthetic",
 ) -> None:
     """Whisper's encoder window and pause handling: decode time against accuracy, same callers.
 
     Examples:
       lull bench stt --codes 48 --held-out
       lull bench stt --line pstn --line-loss 0.02
+      lull bench stt --caller human --codes 40 --line pstn
     """
     from voices.backends.voice import VoiceModels
     from voices.stt_bench import DEV_SEED, HELD_OUT_SEED, run_stt_bench
 
     from .rehearse import line_from_options
 
+    if caller not in ("synthetic", "human"):
+        fail(f"--caller {caller}: expected synthetic or human")
+    if caller == "human" and held_out:
+        fail("--held-out is for the synthetic callers' seeds; the human callers are one set")
     line_settings = line_from_options(line, line_noise_dbfs, line_loss, line_jitter_ms, line_seed)
-    if line_settings is not None:
+    if line_settings is not None and caller == "synthetic":
         _bench_stt_line(line_settings, codes, HELD_OUT_SEED if held_out else DEV_SEED, as_json)
         return
-    with err.status("making callers with piper and decoding each with every variant…"):
+    with err.status("making callers and decoding each with every variant…"):
         models = VoiceModels.load(deterministic=True, matcher="lexical")
-        result = run_stt_bench(models.recognizer, models.voice, codes, seed=HELD_OUT_SEED if held_out else DEV_SEED)
+        result = run_stt_bench(models.recognizer, models.voice, codes, seed=HELD_OUT_SEED if held_out else DEV_SEED,
+                               caller=caller, line=line_settings)
     if as_json:
         echo_json(result)
         return
     counts = result["callers"]
-    table = Table(title=f"whisper on {counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests "
-                        f"(tiny.en, int8, same audio; {'held-out' if held_out else 'tuning'} callers, seed {result['seed']})",
-                  title_justify="left")
-    for column in ("variant", "codes right", "yes/no right", "words right", "median ms", "codes: median", "yes/no: median", "p90 ms", "max ms"):
+    if caller == "human":
+        heard = "wideband" if line_settings is None else f"through a {line_settings.kind} line"
+        title = (f"whisper on {counts['digits']} human codes and parts of codes, {heard} "
+                 f"(tiny.en, int8, same audio; voices/human_speech)")
+    else:
+        title = (f"whisper on {counts['digits']} codes, {counts['yes_no']} yes/no answers and {counts['words']} requests "
+                 f"(tiny.en, int8, same audio; {'held-out' if held_out else 'tuning'} callers, seed {result['seed']})")
+    table = Table(title=title, title_justify="left")
+    for column in ("variant", "codes right", "yes/no right", "words right", "median ms", "mean ms", "codes: median", "yes/no: median", "p90 ms", "max ms"):
         table.add_column(column)
     for name, row in result["variants"].items():
         table.add_row(name, f"{row['digits_right']}/{counts['digits']}", f"{row['yes_no_right']}/{counts['yes_no']}",
-                      f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]), _fmt(row["codes_median_ms"]),
+                      f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]), _fmt(row["mean_ms"]), _fmt(row["codes_median_ms"]),
                       _fmt(row["yes_no_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
     out.print(table)
     from voices.stt_bench import IN_USE, SHORT
 
     digits, full = result["variants"][SHORT], result["variants"][IN_USE]
-    out.print(f"short window against the 30 s window: decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}, "
-              f"on yes/no {digits['yes_no_median_ms'] / full['yes_no_median_ms']:.2f}; codes right {digits['digits_right'] - full['digits_right']:+d}, "
+    ratio = f"decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}"
+    if digits["yes_no_median_ms"] is not None and full["yes_no_median_ms"]:
+        ratio += f", on yes/no {digits['yes_no_median_ms'] / full['yes_no_median_ms']:.2f}"
+    out.print(f"short window against the 30 s window: {ratio}; codes right {digits['digits_right'] - full['digits_right']:+d}, "
               f"yes/no right {digits['yes_no_right'] - full['yes_no_right']:+d}, words right {digits['words_right'] - full['words_right']:+d}")
     for name, row in result["variants"].items() if misses else ():
         for miss in row["misses"]:
