@@ -139,20 +139,20 @@ def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
     from voices.line.pstn import LineSettings
     from voices.stt_bench import IN_USE, VARIANTS, human_callers, run_stt_bench
 
-    callers = human_callers(codes=2)
-    # each code whole and cut after each digit: what a pause's early decode gets
-    assert [said for _, said, _ in callers][:4] == [callers[3][1][:n] for n in range(1, 5)]
-    assert all(kind == "digits" for *_, kind in callers) and len(callers) == 8
-    lined = human_callers(codes=2, line=LineSettings())
-    assert len(lined) == 8 and not np.array_equal(lined[3][0], callers[3][0])  # heard through the line
-    result = run_stt_bench(models.recognizer, models.voice, codes=2, caller="human", line=LineSettings())
-    assert result["callers"] == {"digits": 8, "words": 0, "yes_no": 0} and result["line"]["kind"] == "pstn"
+    callers = human_callers(codes=1)
+    # the code whole and cut after each digit: what a pause's early decode gets
+    assert [said for _, said, _ in callers] == [callers[3][1][:n] for n in range(1, 5)]
+    assert all(kind == "digits" for *_, kind in callers)
+    lined = human_callers(codes=1, line=LineSettings())
+    assert len(lined) == 4 and not np.array_equal(lined[3][0], callers[3][0])  # heard through the line
+    result = run_stt_bench(models.recognizer, models.voice, codes=1, caller="human", line=LineSettings())
+    assert result["callers"] == {"digits": 4, "words": 0, "yes_no": 0} and result["line"]["kind"] == "pstn"
     assert set(result["variants"]) == set(VARIANTS)
     for row in result["variants"].values():
         assert row["yes_no_median_ms"] is None and row["mean_ms"] > 0
-        assert len(row["misses"]) == 8 - row["digits_right"]
+        assert len(row["misses"]) == 4 - row["digits_right"]
     # the human digits down the line: the full window reads most of them
-    assert result["variants"][IN_USE]["digits_right"] >= 5
+    assert result["variants"][IN_USE]["digits_right"] >= 3
 
 
 def _scripted_recognizer(readings: dict):
