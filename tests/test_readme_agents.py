@@ -18,6 +18,7 @@ import pytest
 
 from file_caller import recorded_caller
 from sessions.replay import replay
+from redaction_checks import journal_leaks
 
 ROOT = Path(__file__).resolve().parents[1]
 # the agent file as written, its asyncio.run on a virtual-time loop
@@ -51,7 +52,7 @@ def test_the_readme_agent_runs_a_call_and_its_journal_replays_clean(framework, t
     folder = tmp_path / "calls" / "call-1"
     journal = (folder / "journal.jsonl").read_text()
     assert f'"source":"{framework}"' in journal
-    assert not re.search(r"\b4821\b|4 8 2 1|four eight two one", journal)  # whole numbers: the wall clock's microseconds may hold the digits
+    assert journal_leaks(folder / "journal.jsonl", "4821") == []
     assert '"outcome":"completed"' in journal  # the code was read back, confirmed and looked up
     assert replay(folder).verdict == "CLEAN"
 
@@ -95,7 +96,7 @@ def test_the_readme_agents_beside_an_llm_let_the_model_drive_the_ladder_and_thei
         held_until = readings[1]["t_ms"]
         assert [p["kind"] for p in prompts if p["t_ms"] <= held_until].count("acknowledgement") == 1
         assert not [p for p in prompts if p["kind"] == "reminder" and p["t_ms"] <= held_until]
-        assert not re.search(r"\b4821\b|four eight two one", (call / "journal.jsonl").read_text())
+        assert journal_leaks(call / "journal.jsonl", "4821") == []
         assert replay(call).verdict == "CLEAN"
         (calls / block).parent.mkdir(exist_ok=True)
         call.rename(calls / block)

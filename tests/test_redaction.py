@@ -29,8 +29,9 @@ from ladder.flow.understanding.text import digit_answer_evidence, hide_digit_val
 from sessions.journal import read_journal
 from sessions.replay import replay
 
+from redaction_checks import SPOKEN, leaks, strings_in
+
 LULL = shutil.which("lull", path=str(Path(sys.executable).parent)) or shutil.which("lull")
-SPOKEN = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 # what callers say: the code grouped, spoken, with separators, at every stage
 CALLS = {
@@ -38,26 +39,6 @@ CALLS = {
     "separators": (["48 21", "yes 4-8-2-1 that's it"], ["4821"]),
     "correction": (["4 8 2 1", "no, it's 4 8 2 2", "yes 48 22", "the code was 4.8.2.2"], ["4821", "4822"]),
 }
-
-
-def leak_patterns(value: str) -> list[re.Pattern]:
-    """Every spelling of `value`: digits with any separators between them, or spoken."""
-    digits = r"[\s\-.,/:'\"]*".join(value)
-    spoken = r"\W+".join(SPOKEN[int(d)] for d in value)
-    return [re.compile(rf"(?<!\d){digits}(?!\d)"), re.compile(rf"\b{spoken}\b", re.I)]
-
-
-def leaks(text: str, values: list[str]) -> list[str]:
-    return [m.group(0) for v in values for p in leak_patterns(v) for m in p.finditer(text)]
-
-
-def strings_in(node) -> list[str]:
-    """The strings of a JSON document (numbers are clocks and counts, not caller words)."""
-    if isinstance(node, dict):
-        return [s for k, v in node.items() for s in strings_in(v) if k not in ("wall", "created")]
-    if isinstance(node, list):
-        return [s for v in node for s in strings_in(v)]
-    return [node] if isinstance(node, str) else []
 
 
 # -- the cipher and the read-back filter -----------------------------------------------
