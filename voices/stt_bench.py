@@ -113,29 +113,16 @@ def human_callers(codes: int = 40, seed: int = 5, line=None) -> list[tuple[np.nd
     last (what a pause's early decode gets): `codes` x 4 callers, (audio, the digits said
     so far, "digits"). With `line`, each is heard through it (its seed the line's plus
     the caller's number)."""
-    from voices.human_speech import clip, digit_file, material, words_s
+    from voices.human_speech import digit_file, laid_out, words_in_turn
 
-    rate = material()["rate"]
     rng = np.random.default_rng(seed)
     callers = []
     for n in range(codes):
         speaker = "by"[n % 2]
         digits = [int(d) for d in rng.integers(1, 6, 4)]
-        t, pieces, ends = 0.3, [], []
-        for i, digit in enumerate(digits):
-            name = digit_file(digit, speaker)
-            start, end = words_s(name)
-            if i:
-                t += float(rng.choice([rng.uniform(0.15, 0.45), rng.uniform(0.6, 1.4)]))
-            pieces.append((t - start, name))
-            t = t - start + end
-            ends.append(t)
-        total = max(at + len(clip(name)) / rate for at, name in pieces) + 0.3
-        audio = np.zeros(int(total * RATE), np.float32)
-        for at, name in pieces:
-            samples = clip(name)
-            i = int(at * RATE)
-            audio[i : i + samples.size] += samples[: audio.size - i]
+        gaps = [float(rng.choice([rng.uniform(0.15, 0.45), rng.uniform(0.6, 1.4)])) for _ in digits[1:]]
+        pieces, ends = words_in_turn([digit_file(d, speaker) for d in digits], gaps, lead_s=0.3)
+        audio = laid_out(pieces, tail_s=0.3)
         audio += np.random.default_rng(n).standard_normal(audio.size).astype(np.float32) * 3e-4  # a quiet room
         for j, end in enumerate(ends):
             callers.append((audio[: int((end + 0.12) * RATE)], "".join(map(str, digits[: j + 1])), "digits"))

@@ -67,37 +67,25 @@ def human_turns() -> list[dict]:
     """HUMAN_CALLER's turns, built from the committed recordings, the same every time:
     each turn's audio (16 kHz), what was said, where its words end, and how it was put
     together (the files, one after another, and the gaps between their words)."""
-    from voices.human_speech import clip, digit_file, material, words_s
+    from voices.human_speech import digit_file, laid_out, material, words_in_turn
 
-    rate = material()["rate"]
     rng = np.random.default_rng(HUMAN_SEED)
     turns = []
     for (speaker, *parts), kind in HUMAN_CALLER:
-        pieces: list[tuple[float, str]] = []  # (where the file starts, s; file)
-        gaps: list[float] = []
-        words_end = 0.0  # where the last words so far end, s
+        names: list[str] = []
+        gaps: list[float] = []  # between one file's words and the next's
         pause = None
         for part in parts:
             if isinstance(part, float):
                 pause = part
                 continue
-            names = [digit_file(d, speaker) for d in part] if kind == "answer" else [part]
-            for name in names:
-                start, end = words_s(name)
-                if pieces:
-                    gap = pause if pause is not None else float(rng.uniform(*HUMAN_GAP_S))
-                    gaps.append(gap)
-                    at = words_end + gap - start
-                else:
-                    at = 0.0
+            for name in [digit_file(d, speaker) for d in part] if kind == "answer" else [part]:
+                if names:
+                    gaps.append(pause if pause is not None else float(rng.uniform(*HUMAN_GAP_S)))
                 pause = None
-                pieces.append((at, name))
-                words_end = at + end
-        audio = np.zeros(int(round(max(at + len(clip(name)) / rate for at, name in pieces) * rate)), np.float32)
-        for at, name in pieces:
-            samples = clip(name)
-            i = int(round(at * rate))
-            audio[i : i + samples.size] += samples
+                names.append(name)
+        pieces, ends = words_in_turn(names, gaps)
+        audio, words_end = laid_out(pieces), ends[-1]
         said = (" ".join(material()["files"][name]["transcript"] for _, name in pieces))
         turns.append({"audio": audio, "kind": kind, "said": said, "speaker": speaker, "words_end_s": words_end,
                       "files": [name for _, name in pieces], "gaps_s": gaps})
