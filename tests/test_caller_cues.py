@@ -211,6 +211,16 @@ def test_each_shape_names_itself_so_a_designer_sees_what_decided():
     assert clinic.read_why("", "ready") == ("ready", None)
 
 
+def test_a_shape_left_out_lets_the_next_shape_or_the_classifier_decide():
+    clinic = cues("clinic_checkin")
+    said = "hang on I don't have the number"
+    assert clinic.read_why(said, None) == ("wait_request", "wait_words")
+    assert clinic.read_why(said, None, frozenset({"wait_words"})) == ("route:no_ref", "lacks_the_value")
+    assert clinic.read_why(said, None, frozenset({"wait_words", "lacks_the_value"})) == (None, None)
+    assert clinic.read_why("can you hold on to my letter", "wait_request", frozenset({"keeping_not_waiting"})) == (
+        "wait_request", None)
+
+
 def test_what_read_a_turn_reaches_the_console():
     from console.describe import describe, describe_input
     from voices.understanding.interpret import read_turn

@@ -228,6 +228,7 @@ def bench_intents(
     audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
     heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
     caller_acts: Annotated[bool, typer.Option("--caller-acts", help="The classifier also learns the caller-act phrasings written outside the team (voices/understanding/caller_acts).")] = False,
+    shapes: Annotated[bool, typer.Option("--shapes", help="With --yardstick: what each word shape adds, as written and as heard before (each turn read with and without it).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Intent matching accuracy per intent on phrasings the flow does not contain (real models).
@@ -246,6 +247,7 @@ def bench_intents(
       lull bench intents my_flow.json --phrasings my_callers.json --spoken --line pstn
       lull bench intents my_flow.json --audio recordings/
       lull bench intents --yardstick tests/flows/yardstick2 --spoken --line pstn --json
+      lull bench intents --yardstick tests/flows/yardstick2 --shapes
     """
     import voices.understanding.interpret as interpret
     from voices.understanding.interpret import MATCHER_KINDS
@@ -268,6 +270,11 @@ def bench_intents(
             line_settings = LineSettings(kind=line)
         except LineError as exc:
             fail(str(exc))
+    if shapes:
+        if yardstick is None or phrasings is not None or audio is not None or spoken or line_settings is not None:
+            fail("--shapes measures a yardstick as written and as heard before: give it with --yardstick FOLDER alone")
+        _bench_shapes(yardstick, as_json)
+        return
     if audio is not None and (phrasings is not None or yardstick is not None or spoken):
         fail("--audio reads recordings: give it without --phrasings, --yardstick or --spoken")
     if yardstick is not None and (spoken or line_settings is not None):
@@ -474,6 +481,43 @@ def _bench_heard_yardstick(folder: Path, kind: str, spoken: bool, line, as_json:
         for condition, c in per_set.items():
             for target, ok in c["targets"].items():
                 print_text(f"  {name} {_CONDITIONS[condition]}: {'MET' if ok else 'MISSED'}: {target}")
+
+
+def _bench_shapes(folder: Path, as_json: bool) -> None:
+    from voices.understanding.phrasing_bench import PhrasingFileError
+    from voices.understanding.shape_ablation import shape_ablation
+
+    try:
+        with err.status("reading every phrasing with and without each word shape…"):
+            result = shape_ablation(folder)
+    except PhrasingFileError as exc:
+        fail(str(exc))
+    if as_json:
+        echo_json(result)
+        return
+    for name, table in result["sets"].items():
+        conditions = [c for c, row in table.items() if row["flows"]]
+        out_table = Table(title=f"word shapes on the {name} phrasings of {plain(str(folder))}: right turns added, "
+                                "off-topic turns accepted added (turns decided)", title_justify="left")
+        out_table.add_column("shape")
+        for condition in conditions:
+            out_table.add_column(f"{_CONDITIONS[condition]} ({table[condition]['turns']} turns)")
+        names = sorted({s for c in conditions for s in table[c]["shapes"]},
+                       key=lambda s: -sum(table[c]["shapes"].get(s, {}).get("decided", 0) for c in conditions))
+        for shape in names:
+            cells = []
+            for condition in conditions:
+                v = table[condition]["shapes"].get(shape)
+                cells.append("-" if v is None else f"{v['right']:+d} right, {v['off_topic_accepted']:+d} off-topic ({v['decided']})")
+            out_table.add_row(plain(shape), *cells)
+        out_table.add_row("every shape", *[f"{table[c]['all_shapes']['right']:+d} right, "
+                                           f"{table[c]['all_shapes']['off_topic_accepted']:+d} off-topic" for c in conditions])
+        out.print(out_table)
+        for condition, row in table.items():
+            if row.get("flows_not_heard"):
+                print_text(f"  {name} {_CONDITIONS[condition]}: not heard for {', '.join(row['flows_not_heard'])} "
+                           "(lull bench intents --yardstick FOLDER --spoken --line pstn hears them); "
+                           "that column covers the other flows only")
 
 
 def _from_disk(result: dict) -> str:

@@ -478,6 +478,7 @@ class ClassifierMatcher:
     are class probabilities (they sum to 1 with "none", which is not reported)."""
 
     margin = None
+    shapes_left_out: frozenset[str] = frozenset()  # word shapes not consulted (an ablation: `lull bench intents --shapes`)
 
     def __init__(self, intents: dict[str, tuple[str, ...]], threshold: float, *, featuriser: Featuriser,
                  l2: float, off_topic: Sequence[str] = OFF_TOPIC_TRAINING) -> None:
@@ -562,7 +563,7 @@ class ClassifierMatcher:
             if named is not None and named != name and named in self.chosen_by_words and named in self._names:
                 return named, round(float(p[self._names.index(named)]), 3), "route_words"
         if self.cues is not None:
-            cued, shape = self.cues.read_why(text, name)
+            cued, shape = self.cues.read_why(text, name, self.shapes_left_out)
             if cued != name:
                 if cued is None:
                     return None, round(float(p[:-1].max()), 3), f"shape:{shape}"

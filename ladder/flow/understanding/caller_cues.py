@@ -42,6 +42,7 @@ classifier's pick and returns the intent to use.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -228,12 +229,25 @@ class CallerCues:
         """The intent to use for `text`, given the classifier's pick (None: unsure)."""
         return self.read_why(text, picked)[0]
 
-    def read_why(self, text: str, picked: str | None) -> tuple[str | None, str | None]:
+    def read_why(self, text: str, picked: str | None, without: frozenset[str] = frozenset()
+                 ) -> tuple[str | None, str | None]:
         """(the intent to use for `text`, the shape that changed the classifier's pick to
-        it, None where none did): so a designer sees what decided a turn."""
+        it, None where none did): so a designer sees what decided a turn. `without`: shapes
+        left out (an ablation: the next shape in order may apply instead)."""
+        for intent, shape in self._shapes(text, picked):
+            if shape is None:
+                return picked, None
+            if shape not in without:
+                return intent, shape
+        return picked, None
+
+    def _shapes(self, text: str, picked: str | None) -> Iterator[tuple[str | None, str | None]]:
+        """The shapes that apply to `text`, in the order they are tried: (intent, shape);
+        (picked, None) where the reading stops at the classifier's pick."""
         words = _WORD.findall(text.lower().replace("-", " "))
         if not words:
-            return picked, None
+            yield picked, None
+            return
         lead = 0
         while lead < len(words) - 1 and words[lead] in _LEAD_IN:
             lead += 1
@@ -241,47 +255,47 @@ class CallerCues:
         rest = " ".join(words[lead:])
         unsure_or_route = picked is None or picked.startswith("route:")
         if self.wait and picked != self.wait and _WAIT_CUE.match(rest) and unsure_or_route:
-            return self.wait, "wait_words"
+            yield self.wait, "wait_words"
         if picked == self.wait and _KEEPING.search(said):
-            return None, "keeping_not_waiting"  # "can you hold on to it": keeping something, not waiting
+            yield None, "keeping_not_waiting"  # "can you hold on to it": keeping something, not waiting
         if picked == self.wait and _NOT_A_WAIT.search(said) and not _WAIT_CUE.match(rest):
-            return None, "asking_not_waiting"  # "let me know when it's coming": asking, not waiting
+            yield None, "asking_not_waiting"  # "let me know when it's coming": asking, not waiting
         if self.wait and picked in (None, self.ready) and _SOMEWHERE.search(said) and self.value_is_found:
-            return self.wait, "still_looking"  # "I've got it here somewhere": still looking
+            yield self.wait, "still_looking"  # "I've got it here somewhere": still looking
         if self.ready and self.value_is_found and picked in (None, self.wait) and self._in_front(said) \
                 and not _SOMEWHERE.search(said) and not _WAIT_CUE.match(rest):
-            return self.ready, "value_in_front"
+            yield self.ready, "value_in_front"
         if self.wait and picked != self.wait and self._fetches(rest) \
                 and (picked in (None, self.ready) or (picked == self.go_on_without and not self._names_go_on(words))):
-            return self.wait, "fetching_it"
+            yield self.wait, "fetching_it"
         if self.repeat and self._asks_again(words, said):
             # "sorry, I didn't get that": hearing, not having
             if picked != self.repeat and (unsure_or_route or picked in (self.ready, "backchannel")):
-                return self.repeat, "asks_again"
-            return picked, None
+                yield self.repeat, "asks_again"
+            yield picked, None
+            return
         lacks = self._lacks(said)
         if self.go_on_without and lacks is True and picked in (None, self.wait, self.repeat):
-            return self.go_on_without, "lacks_the_value"
+            yield self.go_on_without, "lacks_the_value"
         if self.go_on_without and self.value_is_found and picked is None and self._asks_if_needed(rest):
-            return self.go_on_without, "asks_if_needed"
+            yield self.go_on_without, "asks_if_needed"
         aside = self._sets_aside(said)
         if self.go_on_without and aside is True and picked in (None, self.wait, self.repeat):
-            return self.go_on_without, "sets_it_aside"
+            yield self.go_on_without, "sets_it_aside"
         if picked == self.go_on_without and aside is False and lacks is None:
-            return None, "sets_something_else_aside"  # "skip the small print": setting something else aside
+            yield None, "sets_something_else_aside"  # "skip the small print": setting something else aside
         if self.go_on_without and self.value_is_found and (unsure_or_route or picked == self.wait) \
                 and _ANOTHER_WAY.search(said):
-            return self.go_on_without, "another_way"
+            yield self.go_on_without, "another_way"
         if self.go_on_without and self.value_is_found and unsure_or_route and picked != self.go_on_without \
                 and self._hands_over(words):
-            return self.go_on_without, "hands_over"
+            yield self.go_on_without, "hands_over"
         if self.go_on_without and self.value_is_found and picked in (None, self.wait) and self._cannot_check(said):
-            return self.go_on_without, "cannot_check"
+            yield self.go_on_without, "cannot_check"
         if self.go_on_without and self.value_is_found and picked is None and self._elsewhere(said):
-            return self.go_on_without, "value_elsewhere"
+            yield self.go_on_without, "value_elsewhere"
         if picked == self.go_on_without and lacks is False:
-            return None, "lacks_something_else"  # lacking something else: not the value
-        return picked, None
+            yield None, "lacks_something_else"  # lacking something else: not the value
 
     def _asks_again(self, words: list[str], said: str) -> bool:
         if _REPEAT_CUE.search(said):

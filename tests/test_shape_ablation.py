@@ -1,0 +1,71 @@
+"""`lull bench intents --yardstick FOLDER --shapes`: each word shape's figure, by reading
+each turn with and without it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from console.cli import app
+from voices.understanding import shape_ablation as ablation
+
+FLOW = Path(__file__).parent / "flows" / "yardstick2" / "late_checkout.json"
+
+
+class ScriptedMatcher:
+    """Reads each text as scripted: the classifier's pick, and a shape that changes it."""
+
+    def __init__(self, script: dict[str, tuple[str | None, str | None]]) -> None:
+        self.script = script
+        self.cues = object()
+        self.shapes_left_out: frozenset[str] = frozenset()
+
+    def explain(self, text: str):
+        picked, shaped = self.script[text]
+        if self.cues is None or shaped is None:
+            return picked, 0.9, "classifier"
+        shape, intent = shaped.split("=")
+        if shape in self.shapes_left_out:
+            return picked, 0.9, "classifier"
+        return (intent or None), 0.9, f"shape:{shape}"
+
+
+def yardstick(tmp_path: Path, phrasings: dict) -> Path:
+    folder = tmp_path / "yard"
+    (folder / "dev").mkdir(parents=True)
+    (folder / "sealed").mkdir()
+    shutil.copy(FLOW, folder / FLOW.name)
+    for name in ("dev", "sealed"):
+        (folder / name / FLOW.name).write_text(json.dumps(phrasings))
+    return folder
+
+
+def test_each_shape_counts_the_turns_it_makes_right_or_wrong_and_the_off_topic_it_lets_in(tmp_path, monkeypatch):
+    intents = json.loads(FLOW.read_text())["intents"]
+    wait = "wait_request" if "wait_request" in intents else next(iter(intents))
+    script = {
+        "hang on a sec": (None, f"wait_words={wait}"),  # made right
+        "hang on the tv": (None, f"wait_words={wait}"),  # off-topic let in
+        "wait what was that": (wait, "asks_again=repeat_request"),  # made wrong
+        "just a moment": (wait, None),  # no shape: no figure
+    }
+    monkeypatch.setattr(ablation, "_build", lambda intents, kind: (ScriptedMatcher(script), 0.0))
+    folder = yardstick(tmp_path, {wait: ["hang on a sec", "wait what was that", "just a moment"], "none": ["hang on the tv"]})
+    result = ablation.shape_ablation(folder)
+    text = result["sets"]["sealed"]["text"]
+    assert text["turns"] == 4 and text["flows"] == 1
+    assert text["shapes"]["wait_words"] == {"decided": 2, "right": 1, "off_topic_accepted": 1}
+    assert text["shapes"]["asks_again"] == {"decided": 1, "right": -1, "off_topic_accepted": 0}
+    assert text["all_shapes"] == {"right": 0, "off_topic_accepted": 1}
+    # nothing heard in this folder: the heard conditions say so rather than count nothing
+    assert result["sets"]["dev"]["spoken"]["flows_not_heard"] == ["late_checkout"]
+
+
+def test_shapes_asks_for_a_yardstick_alone(tmp_path):
+    result = CliRunner().invoke(app, ["bench", "intents", "--shapes"])
+    assert result.exit_code == 2
+    assert "--shapes" in result.output and "--yardstick FOLDER" in result.output
+    assert "Traceback" not in result.output
