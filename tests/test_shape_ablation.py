@@ -69,3 +69,27 @@ def test_shapes_asks_for_a_yardstick_alone(tmp_path):
     assert result.exit_code == 2
     assert "--shapes" in result.output and "--yardstick FOLDER" in result.output
     assert "Traceback" not in result.output
+
+
+def _readme_shape_cells() -> dict[str, str]:
+    """shape -> its "as text" cell of the README's table ("+3, 0 / +2, 0")."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("<!-- shapes -->", 1)[1].split("<!-- /shapes -->", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in block.strip().splitlines()[2:]]
+    return {cells[0]: cells[1] for cells in rows}
+
+
+def _cell(row: dict | None) -> str:
+    if row is None:
+        return "never"
+    return f"{row['right']:+d}, {row['off_topic_accepted']:+d}".replace("+0", "0")
+
+
+def test_the_readmes_shape_figures_as_text_are_the_benchs():
+    # as written only: the heard columns re-read 8,000 turns, the bench's to print
+    result = ablation.shape_ablation(Path(__file__).parent / "flows" / "yardstick2", conditions=("text",))
+    cells = _readme_shape_cells()
+    dev, sealed = (result["sets"][s]["text"] for s in ("dev", "sealed"))
+    for shape in {*dev["shapes"], *sealed["shapes"]}:
+        assert cells[shape] == f"{_cell(dev['shapes'].get(shape))} / {_cell(sealed['shapes'].get(shape))}", shape
+    assert cells["every shape at once"] == f"{_cell(dev['all_shapes'])} / {_cell(sealed['all_shapes'])}"

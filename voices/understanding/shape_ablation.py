@@ -47,7 +47,7 @@ def _read(matcher, text: str, without: frozenset[str] = frozenset()):  # noqa: A
     return got, reader
 
 
-def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed")) -> dict:
+def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), conditions: tuple[str, ...] = CONDITIONS) -> dict:
     """Per set and condition: each shape's turns decided, right turns added, off-topic
     turns accepted added (negative: turned away); and the same for every shape at once."""
     flows = sorted(folder.glob("*.json"))
@@ -64,7 +64,7 @@ def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed")) -> d
             written = load_phrasings(path, intents)
             matcher, _ = _build(intents, "classifier")
             cues = matcher.cues
-            for condition in CONDITIONS:
+            for condition in conditions:
                 turns = _turns(folder, set_name, flow_path, flow, written, condition)
                 row = table.setdefault(condition, {"turns": 0, "flows": 0, "shapes": {},
                                                    "all_shapes": {"right": 0, "off_topic_accepted": 0}})
