@@ -22,14 +22,9 @@ def cues(name: str):
     ("hang on the kettle's boiling", None, "wait_request"),
     ("um, give me a tick, I'm at the till", "route:no_ref", "wait_request"),
     ("hold on, I've found it", "ready", "ready"),  # readiness said after it stays readiness
-    ("can you hold on to my letter", "wait_request", None),  # keeping something is not waiting
     ("is it on hold", None, None),
-    # lacking the value, in the caller's own words
-    ("there's no number on anything I've got", None, "route:no_ref"),
+    # asking to be found another way
     ("I've no reference, can you use my date of birth", None, "route:no_ref"),
-    ("they never sent me a reference", None, "route:no_ref"),
-    ("is it okay if I don't have that", None, "route:no_ref"),
-    ("no idea what it is", "repeat_request", "route:no_ref"),
     # lacking something else, plainly: not the value
     ("I don't have a car so I'm getting the bus", "route:no_ref", None),
     ("I had no idea it was coming", None, None),
@@ -60,7 +55,6 @@ def test_the_loan_reads(text, picked, read):
 
 def test_a_loss_keeps_the_route_since_what_was_lost_may_be_where_the_value_was():
     assert cues("water_account").read("I've thrown the envelope out", "route:by_post") == "route:by_post"
-    assert cues("water_account").read("the bill went in the recycling", None) == "route:by_post"
 
 
 def test_a_flow_without_a_go_on_without_route_is_never_given_one():
@@ -97,24 +91,25 @@ def test_echoes_and_other_ways(flow, text, picked, read):
     assert cues(flow).read(text, picked) == read
 
 
-@pytest.mark.parametrize(("flow", "text", "picked", "read"), [
-    # not able to look where the value is
-    ("clinic_checkin", "I'm out shopping so I can't look it up", None, "route:no_ref"),
-    ("clinic_checkin", "I can't get into my messages right now", None, "route:no_ref"),
-    ("water_account", "I'm at my mum's so I can't check", None, "route:by_post"),
-    ("water_account", "I can't access the stop tap", None, None),
-    ("clinic_checkin", "I can't look at screens for long, my eyes hurt", None, None),
-    ("coach_tickets", "I'm out so I can't check", None, None),  # a choice is not looked up
-    # losing what the question says the value is on
-    ("clinic_checkin", "I changed phones and lost all my texts", None, "route:no_ref"),
-    ("clinic_checkin", "I lost my letter about the x-ray", None, None),
-    # a string of digits by its common names, not another thing's
-    ("clinic_checkin", "I don't have any code", None, "route:no_ref"),
-    ("water_account", "I don't have a number for the plumber", "route:by_post", None),
-    ("clinic_checkin", "I never got a reference from you", None, "route:no_ref"),
+@pytest.mark.parametrize(("flow", "text", "picked"), [
+    # shapes taken out when yardstick2's ablation showed they did not pay (README): lacking
+    # the value, not being able to look, keeping something. The classifier reads these.
+    ("clinic_checkin", "there's no number on anything I've got", None),
+    ("clinic_checkin", "they never sent me a reference", None),
+    ("clinic_checkin", "I'm out shopping so I can't look it up", None),
+    ("water_account", "I'm at my mum's so I can't check", "wait_request"),
+    ("clinic_checkin", "I changed phones and lost all my texts", None),
+    ("clinic_checkin", "can you hold on to my letter", "wait_request"),
+    ("clinic_checkin", "I didn't save the text", None),
 ])
-def test_not_able_to_look_and_losing(flow, text, picked, read):
-    assert cues(flow).read(text, picked) == read
+def test_the_shapes_taken_out_leave_the_turn_to_the_classifier(flow, text, picked):
+    assert cues(flow).read_why(text, picked) == (picked, None)
+
+
+def test_lacking_something_else_is_not_the_value():
+    # a string of digits by its common names, not another thing's
+    assert cues("water_account").read_why("I don't have a number for the plumber", "route:by_post") == (
+        None, "lacks_something_else")
 
 
 @pytest.mark.parametrize(("flow", "text", "picked", "read"), [
@@ -194,7 +189,6 @@ def test_fetching_and_having(flow, text, picked, read):
     ("clinic_checkin", "do I need to bring my glasses", None, None),
     ("clinic_checkin", "is parking necessary", None, None),
     ("coach_tickets", "do I need the seats", None, None),  # a choice is not found: no route by this shape
-    ("clinic_checkin", "I didn't save the text", None, "route:no_ref"),
     ("clinic_checkin", "I didn't write down what time it is", None, None),
 ])
 def test_asking_whether_it_is_needed(flow, text, picked, read):
@@ -204,8 +198,8 @@ def test_asking_whether_it_is_needed(flow, text, picked, read):
 def test_each_shape_names_itself_so_a_designer_sees_what_decided():
     clinic = cues("clinic_checkin")
     assert clinic.read_why("hang on the kettle's boiling", None) == ("wait_request", "wait_words")
-    assert clinic.read_why("can you hold on to my letter", "wait_request") == (None, "keeping_not_waiting")
-    assert clinic.read_why("there's no number on anything I've got", None) == ("route:no_ref", "lacks_the_value")
+    assert clinic.read_why("sorry, I didn't get that", None) == ("repeat_request", "asks_again")
+    assert clinic.read_why("I don't have a car so I'm getting the bus", "route:no_ref") == (None, "lacks_something_else")
     # the classifier's pick kept: no shape decided
     assert clinic.read_why("hold on, I've found it", "ready") == ("ready", None)
     assert clinic.read_why("", "ready") == ("ready", None)
@@ -213,12 +207,11 @@ def test_each_shape_names_itself_so_a_designer_sees_what_decided():
 
 def test_a_shape_left_out_lets_the_next_shape_or_the_classifier_decide():
     clinic = cues("clinic_checkin")
-    said = "hang on I don't have the number"
+    said = "hang on my wife keeps all that"
     assert clinic.read_why(said, None) == ("wait_request", "wait_words")
-    assert clinic.read_why(said, None, frozenset({"wait_words"})) == ("route:no_ref", "lacks_the_value")
-    assert clinic.read_why(said, None, frozenset({"wait_words", "lacks_the_value"})) == (None, None)
-    assert clinic.read_why("can you hold on to my letter", "wait_request", frozenset({"keeping_not_waiting"})) == (
-        "wait_request", None)
+    assert clinic.read_why(said, None, frozenset({"wait_words"})) == ("route:no_ref", "value_elsewhere")
+    assert clinic.read_why(said, None, frozenset({"wait_words", "value_elsewhere"})) == (None, None)
+    assert clinic.read_why("sorry, I didn't get that", "ready", frozenset({"asks_again"})) == ("ready", None)
 
 
 def test_what_read_a_turn_reaches_the_console():
