@@ -20,7 +20,8 @@ turn gives); hearing them (VAD, STT, end of turn, echo, levels) stays beside it 
   second reader of a turn, and the journal record of both readings;
 - `intent_bench`: `lull bench intents`, accuracy per intent on held-out phrasings;
 - `phrasing_bench`: any flow measured on any phrasing file (`--phrasings`, yardsticks);
-- `heard_phrasings`: the same phrasings spoken, over a line, and recognised (`--spoken`).
+- `heard_phrasings`: the same phrasings spoken, over a line, and recognised (`--spoken`);
+- `shape_ablation`: what each word shape adds, each turn read with and without it (`--shapes`).
 
 The pure parts live in the ladder layer, which `ladder.flow.compile`, the runtime and
 `sessions` import and which may not import `voices`: `ladder/flow/understanding/`
