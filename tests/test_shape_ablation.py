@@ -20,15 +20,13 @@ class ScriptedMatcher:
 
     def __init__(self, script: dict[str, tuple[str | None, str | None]]) -> None:
         self.script = script
-        self.cues = object()
-        self.shapes_left_out: frozenset[str] = frozenset()
 
-    def explain(self, text: str):
+    def explain(self, text: str, shapes_left_out: frozenset[str] | None = frozenset()):
         picked, shaped = self.script[text]
-        if self.cues is None or shaped is None:
+        if shapes_left_out is None or shaped is None:
             return picked, 0.9, "classifier"
         shape, intent = shaped.split("=")
-        if shape in self.shapes_left_out:
+        if shape in shapes_left_out:
             return picked, 0.9, "classifier"
         return (intent or None), 0.9, f"shape:{shape}"
 

@@ -478,7 +478,6 @@ class ClassifierMatcher:
     are class probabilities (they sum to 1 with "none", which is not reported)."""
 
     margin = None
-    shapes_left_out: frozenset[str] = frozenset()  # word shapes not consulted (an ablation: `lull bench intents --shapes`)
 
     def __init__(self, intents: dict[str, tuple[str, ...]], threshold: float, *, featuriser: Featuriser,
                  l2: float, off_topic: Sequence[str] = OFF_TOPIC_TRAINING) -> None:
@@ -546,10 +545,12 @@ class ClassifierMatcher:
         intent, score, _ = self.explain(text)
         return intent, score
 
-    def explain(self, text: str) -> tuple[str | None, float, str]:
+    def explain(self, text: str, shapes_left_out: frozenset[str] | None = frozenset()) -> tuple[str | None, float, str]:
         """`match` and what decided it: "classifier" (the learned reader's probability),
         "route_words" (the caller named what a route offers) or "shape:<name>" (a kept
-        word shape, ladder.flow.understanding.caller_cues, changed the classifier's pick)."""
+        word shape, ladder.flow.understanding.caller_cues, changed the classifier's pick).
+        `shapes_left_out`: shapes not consulted, None for none at all (an ablation:
+        `lull bench intents --shapes`)."""
 
         said = normalise(text)
         if not said or self.model is None:
@@ -562,8 +563,8 @@ class ClassifierMatcher:
             named = named_route(said, self.route_cues)
             if named is not None and named != name and named in self.chosen_by_words and named in self._names:
                 return named, round(float(p[self._names.index(named)]), 3), "route_words"
-        if self.cues is not None:
-            cued, shape = self.cues.read_why(text, name, self.shapes_left_out)
+        if self.cues is not None and shapes_left_out is not None:
+            cued, shape = self.cues.read_why(text, name, shapes_left_out)
             if cued != name:
                 if cued is None:
                     return None, round(float(p[:-1].max()), 3), f"shape:{shape}"

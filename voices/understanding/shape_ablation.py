@@ -36,14 +36,11 @@ def _turns(folder: Path, set_name: str, flow_path: Path, flow, written: dict[str
         return None  # heard in part: not a figure for the whole set
 
 
-def _read(matcher, text: str, without: frozenset[str] = frozenset()):  # noqa: ANN001
+def _read(matcher, text: str, without: frozenset[str] | None = frozenset()):  # noqa: ANN001
+    """(intent, what decided it) with the shapes `without` left out (None: every shape)."""
     if not text.strip():
         return None, "classifier"
-    matcher.shapes_left_out = without
-    try:
-        got, _, reader = matcher.explain(text)
-    finally:
-        matcher.shapes_left_out = frozenset()
+    got, _, reader = matcher.explain(text, without)
     return got, reader
 
 
@@ -63,7 +60,6 @@ def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), cond
             flow, intents = _flow_intents(str(flow_path), True)
             written = load_phrasings(path, intents)
             matcher, _ = _build(intents, "classifier")
-            cues = matcher.cues
             for condition in conditions:
                 turns = _turns(folder, set_name, flow_path, flow, written, condition)
                 row = table.setdefault(condition, {"turns": 0, "flows": 0, "shapes": {},
@@ -75,11 +71,7 @@ def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), cond
                 row["turns"] += len(turns)
                 for intent, text in turns:
                     got, reader = _read(matcher, text)
-                    matcher.cues = None  # no shape at all
-                    try:
-                        bare = _read(matcher, text)[0]
-                    finally:
-                        matcher.cues = cues
+                    bare = _read(matcher, text, None)[0]  # no shape at all
                     _tally(row["all_shapes"], intent, got, bare)
                     if reader.startswith("shape:"):
                         shape = reader.split(":", 1)[1]
