@@ -315,3 +315,14 @@ def test_on_a_dask_cluster_every_reader_gives_the_same_figures(corpora):
     assert sum(flow["model_readings"]["turns"] for flow in flows.values()) == 14
     file = phrasing_file(part).file  # b and c read twice (their folders and the archive): each phrase still once
     assert part.journals == 6 and {k: sorted(v) for k, v in file.items()} == {k: sorted(v) for k, v in EXPORTED.items()}
+
+
+def test_beside_an_llm_words_that_are_mostly_digits_answer_whatever_the_reader_made_of_them():
+    from voices.understanding.model_reading import lull_meaning
+
+    assert lull_meaning("ready", "it's four eight two one") == "answer"
+    assert lull_meaning("wait_request", "4 8 2 1") == "answer"
+    assert lull_meaning("wait_request", "give me two minutes") == "wait_request"
+    assert lull_meaning("wait_request", "one moment") == "wait_request"
+    assert lull_meaning("ready", "okay I'm back") == "ready"
+    assert lull_meaning(None, "the blue one") == "answer"

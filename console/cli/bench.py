@@ -227,7 +227,7 @@ def bench_intents(
     line: Annotated[str | None, typer.Option("--line", metavar="pstn", help="Also down a phone line: 8 kHz G.711 mu-law, a -45 dBFS floor.")] = None,
     audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
     heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
-    caller_acts: Annotated[bool, typer.Option("--caller-acts", help="The classifier also learns the caller-act phrasings written outside the team (voices/understanding/caller_acts).")] = False,
+    caller_acts: Annotated[bool, typer.Option("--caller-acts/--no-caller-acts", help="The classifier learns the caller-act phrasings written outside the team (voices/understanding/caller_acts), as a call does; --no-caller-acts: without them, to compare.")] = True,
     shapes: Annotated[bool, typer.Option("--shapes", help="With --yardstick: what each word shape adds, as written and as heard before (each turn read with and without it).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -252,8 +252,7 @@ def bench_intents(
     import voices.understanding.interpret as interpret
     from voices.understanding.interpret import MATCHER_KINDS
 
-    if caller_acts:
-        interpret.CALLER_ACTS = True
+    interpret.CALLER_ACTS = caller_acts
 
     kinds = [k for k in MATCHER_KINDS if k != "lexical"] if matcher == "all" else [matcher]
     if any(k not in MATCHER_KINDS for k in kinds):

@@ -110,7 +110,7 @@ from voices.background_voices import BackgroundVoices, voiced_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, holds_value
 from voices.framework_journal import FrameworkJournal
 from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn
-from voices.understanding.model_reading import HOLD_NOTE, LADDER_MEANINGS, ModelDecision, ModelMeaning, core_events, observation
+from voices.understanding.model_reading import HOLD_NOTE, ModelDecision, ModelMeaning, core_events, lull_meaning, observation
 
 from .turns import LullTurnDetector
 
@@ -151,7 +151,6 @@ class _LiveEdge:
         self.adapter.close_call()
 
 
-_LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
 _FINAL = (PlaybackCompleted, PlaybackInterrupted, PromptFailed)
 
 # the function tools Lull offers the LLM (`LullLadder.tools()`): what each call decides
@@ -549,7 +548,7 @@ class LullLadder:
         if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
             matcher = await asyncio.to_thread(matcher.get)
         matched = (await asyncio.to_thread(matcher.match, text))[0]  # an encoder's few ms, off the loop
-        intent = matched if matched in _LADDER_MEANINGS else "answer"
+        intent = lull_meaning(matched, text)
         self.on_line("caller", text)
         self._feed(TurnInterpreted(self.turn_id(seq), seq, intent, text if intent == "answer" else None))  # type: ignore[arg-type]
 

@@ -146,11 +146,10 @@ from voices.background_voices import BackgroundVoices, speech_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
 from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn
-from voices.understanding.model_reading import HOLD_NOTE, LADDER_MEANINGS, MARKER_KINDS, ModelDecision, core_events, observation
+from voices.understanding.model_reading import HOLD_NOTE, MARKER_KINDS, ModelDecision, core_events, lull_meaning, observation
 
 from .frames import LullEventFrame, TurnTranscriptionFrame
 
-_LADDER_MEANINGS = LADDER_MEANINGS  # what a caller's words mean beside an LLM; anything else answers
 _TURN_AUDIO_BLOCKS = 1500  # a turn's voiced audio kept for its level: 30 s of 20 ms blocks
 
 
@@ -500,7 +499,7 @@ class LullProcessor(FrameProcessor):
             intent = "noise"
         else:
             matched = (await self._read(text))[0]
-            intent = matched if matched in _LADDER_MEANINGS else "answer"
+            intent = lull_meaning(matched, text)
             value = text if intent == "answer" else None  # the answer is the caller's words
         await self._feed(TurnInterpreted(self.turn_id(self._seq), self._seq, intent, value))  # type: ignore[arg-type]
 

@@ -15,7 +15,7 @@ turn gives); hearing them (VAD, STT, end of turn, echo, levels) stays beside it 
 - `sentence_encoder`: all-MiniLM-L6-v2 in numpy, offline and without torch;
 - `disk_cache`: sentence vectors and trained classifiers kept on disk between runs;
 - `caller_acts/`: phrasings of the shared acts written outside the team, learned beside
-  a flow's own examples;
+  a flow's own examples, and their MiniLM vectors, built once (`caller_acts/vectors.py`);
 - `model_reading`: the agent's own model (Pipecat's markers, LiveKit's tools) as a
   second reader of a turn, and the journal record of both readings;
 - `intent_bench`: `lull bench intents`, accuracy per intent on held-out phrasings;

@@ -19,7 +19,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -127,10 +127,13 @@ def building(name: str | None) -> Iterator[None]:
 
 
 class VectorStore:
-    """Unit-length sentence vectors of one encoder (named by its `fingerprint`), by text."""
+    """Unit-length sentence vectors of one encoder (named by its `fingerprint`), by text;
+    `shipped(fingerprint)`: vectors that came with Lull (read-only, never written here)."""
 
-    def __init__(self, fingerprint: str) -> None:
+    def __init__(self, fingerprint: str, shipped: Callable[[str], dict[str, np.ndarray]] | None = None) -> None:
         self.name = f"vectors-{digest(fingerprint)}"
+        self.fingerprint = fingerprint
+        self._shipped = shipped
         self._vectors: dict[str, np.ndarray] | None = None
 
     def _loaded(self) -> dict[str, np.ndarray]:
@@ -143,7 +146,11 @@ class VectorStore:
 
     def get(self, texts: list[str]) -> dict[str, np.ndarray]:
         known = self._loaded()
-        return {t: known[t] for t in texts if t in known}
+        found = {t: known[t] for t in texts if t in known}
+        if self._shipped is not None and len(found) < len(texts):
+            shipped = self._shipped(self.fingerprint)
+            found.update({t: shipped[t] for t in texts if t not in found and t in shipped})
+        return found
 
     def add(self, vectors: dict[str, np.ndarray]) -> None:
         if not vectors:

@@ -158,12 +158,11 @@ MATCHER_KINDS: tuple[str, ...] = ("embedding", "minilm", "blend", "classifier", 
 
 
 # The caller-act phrasings written outside the team (voices/understanding/caller_acts: 3,443) in each
-# flow's classifier. Measured on yardstick2's sealed sets as text: 502/576 without them,
-# 529/576 with them (README, "Callers the team did not write"). Off by default for now:
-# trained per flow, they cost each flow's first build about 4,100 more texts to embed
-# and fit, which a test run (a fresh cache) pays for every flow it builds. On with
-# LULL_CALLER_ACTS=1 or `lull bench intents --caller-acts`.
-CALLER_ACTS = os.environ.get("LULL_CALLER_ACTS", "").strip().lower() in ("1", "on", "yes", "true")
+# flow's classifier. Measured on yardstick2's sealed sets (README, "Callers the team did
+# not write"): as text 502/576 without them, 529/576 with them; spoken and down the line
+# more right too. Their vectors ship with Lull (caller_acts/vectors.py), so a flow's first
+# build only fits on them. Off with LULL_CALLER_ACTS=0 or `lull bench intents --no-caller-acts`.
+CALLER_ACTS = os.environ.get("LULL_CALLER_ACTS", "").strip().lower() not in ("0", "off", "no", "false")
 
 
 def make_matcher(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ladder.events import Event, TurnEnded, TurnInterpreted
+from ladder.flow.understanding.text import digit_answer_evidence
 
 # what the model decided, in Lull's words
 ModelMeaning = Literal["answer", "cut_off", "wait_request", "ready"]
@@ -57,8 +58,13 @@ class ModelDecision:
     marker: str | None = None  # the marker text, where there is one
 
 
-def lull_meaning(intent: str | None) -> str:
-    """Lull's reader's intent, as the ladder beside an LLM takes it."""
+def lull_meaning(intent: str | None, words: str = "") -> str:
+    """Lull's reader's intent, as the ladder beside an LLM takes it. Words that are mostly
+    digits ("it's four eight two one") answer whatever the reader made of them, as a
+    flow's value comes before its intents (ladder.flow.runtime): the reader learns how
+    callers ask and come back, and "right, it's here" sits near "it's 4 8 2 1"."""
+    if words and digit_answer_evidence(words):
+        return "answer"
     return intent if intent in LADDER_MEANINGS else "answer"
 
 
@@ -79,7 +85,7 @@ def observation(decision: ModelDecision, lull_reading: tuple[str | None, float] 
     """The journal's `model_reading` record: both readings of the turn, and whether they
     agree (None where Lull has no such reading: a turn cut off, or no words to read).
     `lull_reading`: Lull's reader's (intent or None, score), None with no words."""
-    lull = None if lull_reading is None else lull_meaning(lull_reading[0])
+    lull = None if lull_reading is None else lull_meaning(lull_reading[0], words)
     lull_score = None if lull_reading is None else lull_reading[1]
     comparable = lull is not None and decision.meaning != "cut_off"
     return {

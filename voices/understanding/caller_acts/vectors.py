@@ -1,0 +1,88 @@
+"""The caller-act phrasings' MiniLM vectors, built once and shipped beside the phrasings.
+
+Every flow's classifier learns the caller-act phrasings (`with_caller_acts`), so each
+would otherwise embed the same ~3,400 texts on its first build: about a minute on this
+2-core machine, paid again by every fresh cache (a new install, a test run). These
+vectors are the encoder's own, unit length, kept as float16 (a reading moves by under
+1e-3); they are used only while the encoder's fingerprint is the one they were built
+with, and a text they lack is embedded as before.
+
+Rebuild after editing a writer file: `python -m voices.understanding.caller_acts.vectors`;
+`--check` exits 1 when the file is missing a phrasing or was built by another encoder.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..normalise import normalise
+from . import caller_acts
+
+VECTORS = Path(__file__).with_name("minilm_vectors.npz")
+
+
+def texts() -> list[str]:
+    """What the classifier embeds of the phrasings: each normalised, once, in file order."""
+    return list(dict.fromkeys(normalise(p) for phrases in caller_acts().values() for p in phrases if normalise(p)))
+
+
+@lru_cache(maxsize=4)
+def shipped(fingerprint: str) -> dict[str, np.ndarray]:
+    """text -> vector, when the shipped file was built by the encoder named `fingerprint`;
+    else nothing (the texts are embedded as any other)."""
+    try:
+        with np.load(VECTORS, allow_pickle=False) as data:
+            if str(data["fingerprint"]) != fingerprint:
+                return {}
+            return {str(t): v.astype(np.float64) for t, v in zip(data["texts"], data["vectors"], strict=True)}
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
+def build(path: Path = VECTORS) -> int:
+    from ..embedders import load_minilm
+
+    model = load_minilm()
+    said = texts()
+    v = np.asarray(model.embed(said, norm=False), dtype=np.float64)
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    v = v / np.where(n > 0, n, 1.0)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, fingerprint=np.array(model.fingerprint), texts=np.array(said, dtype=str),
+                        vectors=v.astype(np.float16))
+    tmp.replace(path)
+    return len(said)
+
+
+def stale() -> str | None:
+    """Why the shipped file does not serve the phrasings as they are now, or None."""
+    from ..embedders import load_minilm
+
+    fingerprint = load_minilm().fingerprint
+    if not VECTORS.is_file():
+        return f"{VECTORS.name} is missing"
+    have = shipped(fingerprint)
+    if not have:
+        return f"{VECTORS.name} was built by another encoder than {fingerprint!r}"
+    missing = [t for t in texts() if t not in have]
+    if missing:
+        return f"{VECTORS.name} lacks {len(missing)} phrasing(s), e.g. {missing[0]!r}"
+    return None
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        why = stale()
+        print(why or f"{VECTORS.name}: up to date")
+        return 1 if why else 0
+    count = build()
+    print(f"{VECTORS.name}: {count} vectors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
