@@ -157,6 +157,8 @@ def test_a_livekit_call_beside_an_llm_journals_both_readings_and_replays_clean(t
     text = (folder / "journal.jsonl").read_text()
     assert "four eight two one" not in text
     readings = [r for r in map(json.loads, text.splitlines()[1:]) if r.get("effect") == "Observation"]
-    assert [(r["model"], r["lull"], r["agree"]) for r in readings] == [("wait_request", "answer", False), ("answer", "wait_request", False)]
+    # the reader (scripted) made a wait of the code, but words that are mostly digits answer
+    # (model_reading.lull_meaning): the two readings agree there
+    assert [(r["model"], r["lull"], r["agree"]) for r in readings] == [("wait_request", "answer", False), ("answer", "answer", True)]
     assert call.readings()[0]["words"] == "hold on"
     assert replay(folder).verdict == "CLEAN"

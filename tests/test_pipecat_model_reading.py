@@ -114,6 +114,8 @@ def test_a_call_beside_an_llm_journals_both_readings_masked_and_replays_clean(tm
     assert "4821" not in text and "four eight two one" not in text
     records = [json.loads(line) for line in text.splitlines()[1:]]
     readings = [r for r in records if r.get("effect") == "Observation" and r["kind"] == "model_reading"]
+    # the reader (scripted) made a wait of the code, but words that are mostly digits answer
+    # (model_reading.lull_meaning): the two readings agree there
     assert [(r["model"], r["lull"], r["agree"]) for r in readings] == [
-        ("wait_request", "answer", False), ("answer", "wait_request", False)]
+        ("wait_request", "answer", False), ("answer", "answer", True)]
     assert replay(folder).verdict == "CLEAN"
