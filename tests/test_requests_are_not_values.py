@@ -52,3 +52,16 @@ def test_an_answer_is_still_the_value(flow, slot, said, intent, value):
     runtime = asked(flow)
     runtime.handle(CallerUtterance("user-1", 1, said, intent, 0.95 if intent != "wait_request" else 0.5), 1000)
     assert runtime.state.get(slot) == value
+
+
+@pytest.mark.parametrize("said, intent, score, filled", [
+    ("i'd have to see when i'm off work first", "wait_request", 0.57, False),  # read back as the day before
+    ("okay i've spoken to my wife she's got the rota in front of her", "ready", 0.6, False),
+    ("a tuesday if you have one", "repeat_request", 0.6, True),  # other readings keep the 0.7 bar
+    ("a tuesday if you have one", "route:online_form", 0.65, True),
+    ("a tuesday if you have one", None, 0.4, True),
+])
+def test_at_a_text_question_asking_for_time_or_being_back_is_not_the_value(said, intent, score, filled):
+    runtime = asked("vet_booking")
+    runtime.handle(CallerUtterance("user-1", 1, said, intent, score), 1000)
+    assert (runtime.state.get("visit_day") is not None) == filled
