@@ -1,4 +1,4 @@
-"""The caller-act phrasings' vectors ship with Lull: they cover every phrasing, they are the
+"""The caller-act phrasings' vectors, built at setup: they cover every phrasing, they are the
 encoder's own, a flow's build takes them instead of embedding, and another encoder does not."""
 
 from __future__ import annotations

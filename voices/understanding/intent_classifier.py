@@ -432,7 +432,7 @@ class Featuriser:
         # training texts' vectors are kept on disk by each encoder's content fingerprint
         prints = [getattr(m, "fingerprint", None) for m in self.parts]
         self.fingerprint = None if None in prints else (tuple(prints), negation, lexical)
-        # the caller-act phrasings' vectors ship with Lull (caller_acts/vectors.py): used while
+        # the caller-act phrasings' vectors, built at setup (caller_acts/vectors.py): used while
         # the encoder is the one they were built by
         self._stores = {id(m): VectorStore(p, shipped_vectors) for m, p in zip(self.parts, prints, strict=True) if p}
 

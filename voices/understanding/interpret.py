@@ -160,8 +160,9 @@ MATCHER_KINDS: tuple[str, ...] = ("embedding", "minilm", "blend", "classifier", 
 # The caller-act phrasings written outside the team (voices/understanding/caller_acts: 3,844) in each
 # flow's classifier. Measured on yardstick2's sealed sets (README, "Callers the team did
 # not write"): as text 503/576 without them (A), 521/576 with them (E, at a threshold of
-# 0.55); spoken and down the line more right too, fewer off-topic turns let in. Their vectors ship with Lull (caller_acts/vectors.py), so a flow's first
-# build only fits on them. Off with LULL_CALLER_ACTS=0 or `lull bench intents --no-caller-acts`.
+# 0.55); spoken and down the line more right too, fewer off-topic turns let in. Their
+# vectors are built at setup (caller_acts/vectors.py), so a flow's first build only fits
+# on them. Off with LULL_CALLER_ACTS=0 or `lull bench intents --no-caller-acts`.
 CALLER_ACTS = os.environ.get("LULL_CALLER_ACTS", "").strip().lower() not in ("0", "off", "no", "false")
 
 

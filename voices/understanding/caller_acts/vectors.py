@@ -1,4 +1,4 @@
-"""The caller-act phrasings' MiniLM vectors, built once and shipped beside the phrasings.
+"""The caller-act phrasings' MiniLM vectors, built once (at setup) beside the phrasings.
 
 Every flow's classifier learns the caller-act phrasings (`with_caller_acts`), so each
 would otherwise embed the same ~3,400 texts on its first build: about a minute on this
@@ -7,8 +7,11 @@ vectors are the encoder's own, unit length, kept as float16 (a reading moves by 
 1e-3); they are used only while the encoder's fingerprint is the one they were built
 with, and a text they lack is embedded as before.
 
-Rebuild after editing a writer file: `python -m voices.understanding.caller_acts.vectors`;
-`--check` exits 1 when the file is missing a phrasing or was built by another encoder.
+`.ci/setup` builds them (`python -m voices.understanding.caller_acts.vectors --if-stale`:
+only when the file is missing, lacks a phrasing or was built by another encoder; the
+same phrasings and encoder give the same bytes); `--check` exits 1 in those cases. They
+are not in git: they are the encoder's output, 2.6 MB, made from what is. Without them a
+flow's first build embeds the phrasings itself, and the disk cache keeps what it made.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def texts() -> list[str]:
 
 @lru_cache(maxsize=4)
 def shipped(fingerprint: str) -> dict[str, np.ndarray]:
-    """text -> vector, when the shipped file was built by the encoder named `fingerprint`;
-    else nothing (the texts are embedded as any other)."""
+    """text -> vector, when the built file is there and was built by the encoder named
+    `fingerprint`; else nothing (the texts are embedded as any other)."""
     try:
         with np.load(VECTORS, allow_pickle=False) as data:
             if str(data["fingerprint"]) != fingerprint:
@@ -79,6 +82,9 @@ def main(argv: list[str]) -> int:
         why = stale()
         print(why or f"{VECTORS.name}: up to date")
         return 1 if why else 0
+    if "--if-stale" in argv and stale() is None:
+        print(f"{VECTORS.name}: up to date")
+        return 0
     count = build()
     print(f"{VECTORS.name}: {count} vectors")
     return 0
