@@ -128,7 +128,8 @@ def building(name: str | None) -> Iterator[None]:
 
 class VectorStore:
     """Unit-length sentence vectors of one encoder (named by its `fingerprint`), by text;
-    `shipped(fingerprint)`: vectors that came with Lull (read-only, never written here)."""
+    `shipped(fingerprint)`: vectors built with Lull at setup (the caller-act phrasings':
+    read-only, never written here)."""
 
     def __init__(self, fingerprint: str, shipped: Callable[[str], dict[str, np.ndarray]] | None = None) -> None:
         self.name = f"vectors-{digest(fingerprint)}"

@@ -52,6 +52,14 @@ def load_minilm() -> Embedder:
         raise InterpreterError(f"cannot load the MiniLM model offline: {type(exc).__name__}: {exc}") from None
 
 
+def unit_vectors(model: Embedder, texts: list[str]) -> np.ndarray:
+    """`model`'s vectors of `texts`, each scaled to unit length (a zero vector stays zero),
+    as float64: what the classifier's features and the caller-act vectors are made of."""
+    v = np.asarray(model.embed(texts, norm=False), dtype=np.float64)
+    n = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(n > 0, n, 1.0)
+
+
 class BlendEmbedder:
     """Two embedders as one: each part unit length, scaled by the square root of its
     weight, concatenated, so that a dot product of two such vectors is the weighted

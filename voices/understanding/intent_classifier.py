@@ -33,7 +33,7 @@ from ladder.flow.understanding.route_words import named_route
 from . import disk_cache
 from .caller_acts.vectors import shipped as shipped_vectors
 from .disk_cache import VectorStore
-from .embedders import load_minilm, load_model
+from .embedders import load_minilm, load_model, unit_vectors
 from .normalise import negated, normalise
 
 NONE = "__none__"
@@ -452,9 +452,7 @@ class Featuriser:
         found = store.get(said) if store is not None else {}
         missing = [s for s in dict.fromkeys(said) if s not in found]
         if missing or not said:
-            v = np.asarray(model.embed(missing, norm=False), dtype=np.float64)
-            n = np.linalg.norm(v, axis=1, keepdims=True)
-            v = v / np.where(n > 0, n, 1.0)
+            v = unit_vectors(model, missing)
             if not said:
                 return v
             fresh = dict(zip(missing, v, strict=True))

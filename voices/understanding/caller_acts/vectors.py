@@ -47,13 +47,11 @@ def shipped(fingerprint: str) -> dict[str, np.ndarray]:
 
 
 def build(path: Path = VECTORS) -> int:
-    from ..embedders import load_minilm
+    from ..embedders import load_minilm, unit_vectors
 
     model = load_minilm()
     said = texts()
-    v = np.asarray(model.embed(said, norm=False), dtype=np.float64)
-    n = np.linalg.norm(v, axis=1, keepdims=True)
-    v = v / np.where(n > 0, n, 1.0)
+    v = unit_vectors(model, said)  # as the classifier makes them (intent_classifier.Featuriser)
     tmp = path.with_suffix(".tmp.npz")
     np.savez_compressed(tmp, fingerprint=np.array(model.fingerprint), texts=np.array(said, dtype=str),
                         vectors=v.astype(np.float16))
