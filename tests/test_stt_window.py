@@ -80,6 +80,7 @@ def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_o
         while session.runtime.ladder.pending_episode is None:  # the code question is asked
             assert loop.time() < deadline
             await asyncio.sleep(0.02)
+        # a code is not told the question first (it cost the codes: recogniser_context)
         assert backend._decode_options() == SHORT_ANSWER_DECODE
         backend._recognize("heard-1", 1, np.zeros(16000, np.float32), TurnLatency("heard-1", 0.0), backend._decode_options())
         await asyncio.sleep(0.05)
@@ -89,11 +90,12 @@ def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_o
             assert loop.time() < deadline
             await asyncio.sleep(0.02)
         assert backend._decode_options() == SHORT_ANSWER_DECODE
-        # words for a free-text slot, or with no question pending: the full window
+        # words for a free-text slot, or with no question pending: the full window, told
+        # what callers say between answers first
         backend._pending_slot = lambda: (Slot(type="text"), "", 250, 2500)
-        assert backend._decode_options() == {}
+        assert set(backend._decode_options()) == {"initial_prompt"}
         backend._pending_slot = lambda: None
-        assert backend._decode_options() == {}
+        assert set(backend._decode_options()) == {"initial_prompt"}
         await session.stop()
 
     asyncio.run(body())

@@ -228,6 +228,7 @@ def bench_intents(
     audio: Annotated[Path | None, typer.Option("--audio", metavar="DIR", help="Recordings to hear and read: DIR/manifest.json lists {audio, intent}.")] = None,
     heard: Annotated[Path | None, typer.Option("--heard", metavar="FILE", help="Where what was heard is kept (default: Lull's cache).")] = None,
     caller_acts: Annotated[bool, typer.Option("--caller-acts/--no-caller-acts", help="The classifier learns the caller-act phrasings written outside the team (voices/understanding/caller_acts), as a call does; --no-caller-acts: without them, to compare.")] = True,
+    context: Annotated[bool, typer.Option("--context/--no-context", help="Whisper is told the question and what callers say between answers before it hears an answer to a free-text or count question (voices/understanding/recogniser_context.py), as a call does; --no-context: without, to compare.")] = True,
     shapes: Annotated[bool, typer.Option("--shapes", help="With --yardstick: what each word shape adds, as written and as heard before (each turn read with and without it).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
@@ -253,6 +254,9 @@ def bench_intents(
     from voices.understanding.interpret import MATCHER_KINDS
 
     interpret.CALLER_ACTS = caller_acts
+    import voices.understanding.recogniser_context as recogniser_context
+
+    recogniser_context.ENABLED = context
 
     kinds = [k for k in MATCHER_KINDS if k != "lexical"] if matcher == "all" else [matcher]
     if any(k not in MATCHER_KINDS for k in kinds):
@@ -580,7 +584,7 @@ def bench_stt(
                       f"{row['words_right']}/{counts['words']}", _fmt(row["median_ms"]), _fmt(row["mean_ms"]), _fmt(row["codes_median_ms"]),
                       _fmt(row["yes_no_median_ms"]), _fmt(row["p90_ms"]), _fmt(row["max_ms"]))
     out.print(table)
-    from voices.stt_bench import IN_USE, SHORT
+    from voices.stt_bench import IN_USE, SHORT, TOLD_FIRST
 
     digits, full = result["variants"][SHORT], result["variants"][IN_USE]
     ratio = f"decode median ratio on codes {digits['codes_median_ms'] / full['codes_median_ms']:.2f}"
@@ -588,6 +592,10 @@ def bench_stt(
         ratio += f", on yes/no {digits['yes_no_median_ms'] / full['yes_no_median_ms']:.2f}"
     out.print(f"short window against the 30 s window: {ratio}; codes right {digits['digits_right'] - full['digits_right']:+d}, "
               f"yes/no right {digits['yes_no_right'] - full['yes_no_right']:+d}, words right {digits['words_right'] - full['words_right']:+d}")
+    told = result["variants"][TOLD_FIRST]
+    out.print(f"told the question first against not (the short windows): codes right {told['digits_right'] - digits['digits_right']:+d}, "
+              f"yes/no right {told['yes_no_right'] - digits['yes_no_right']:+d}, words right {told['words_right'] - digits['words_right']:+d}; "
+              f"decode median ratio on codes {told['codes_median_ms'] / digits['codes_median_ms']:.2f}")
     for name, row in result["variants"].items() if misses else ():
         for miss in row["misses"]:
             out.print(Text(f"  {name}: {miss}"))

@@ -111,17 +111,37 @@ def decode_options(rt) -> dict:
     """Whisper's options for the words a flow runtime's pending question waits for: a
     code or a yes/no gets the short encoder window (voices.stt.SHORT_ANSWER_DECODE,
     measured by `lull bench stt`: as accurate on those at about 0.3 of the time);
-    anything else the full one. Every backend's whisper decodes so, a framework's too."""
-    return options_for(pending_slot(rt))
+    anything else the full one, told the question and what callers say between answers
+    first (`recogniser_context`). Every backend's whisper decodes so, a framework's too."""
+    return options_for(pending_slot(rt), recogniser_context(rt))
 
 
-def options_for(pending) -> dict:
-    """Whisper's options for a pending slot as `pending_slot` gives it (None: none pending)."""
+def recogniser_context(rt) -> str | None:
+    """Whisper's prompt for the turn a flow runtime waits for: the question it asked
+    (if any), the acts callers say between answers and the flow's routes; None
+    without a flow."""
+    if rt is None:
+        return None
+    from voices.understanding.recogniser_context import context_for
+
+    asking = rt.asking[1] if rt.asking is not None and rt.ladder.pending_episode is not None else None
+    return context_for(rt.flow.spec, asking)
+
+
+def options_for(pending, context: str | None = None) -> dict:
+    """Whisper's options for a pending slot as `pending_slot` gives it (None: none
+    pending): a code or a yes/no the short windows, anything else told `context` first
+    (`recogniser_context`)."""
     from voices.stt import SHORT_ANSWER_DECODE
+    from voices.understanding.recogniser_context import prompt_option
 
-    return dict(SHORT_ANSWER_DECODE) if pending is not None and pending[0].type in ("digits", "yes_no") else {}
+    if pending is not None and pending[0].type in ("digits", "yes_no"):
+        # not told: a prompt cost the codes (`lull bench stt --caller human`: 77/80
+        # against 79 wideband, 72/80 against 78 down the line, decodes 1.2-1.3x as long)
+        return dict(SHORT_ANSWER_DECODE)
+    return prompt_option(context)
 
-__all__ = ["TurnLatency", "VoiceBackend", "VoiceModels", "decode_options", "pending_slot"]
+__all__ = ["TurnLatency", "VoiceBackend", "VoiceModels", "decode_options", "pending_slot", "recogniser_context"]
 
 
 @dataclass
@@ -538,7 +558,7 @@ class VoiceBackend:
         return pending_slot(getattr(self.session, "runtime", None))
 
     def _decode_options(self) -> dict:
-        return options_for(self._pending_slot())
+        return options_for(self._pending_slot(), recogniser_context(getattr(self.session, "runtime", None)))
 
     def _pause_started(self, event) -> None:
         """On the loop: a pause began within a caller turn: decode what was said so far."""

@@ -16,6 +16,8 @@ turn gives); hearing them (VAD, STT, end of turn, echo, levels) stays beside it 
 - `disk_cache`: sentence vectors and trained classifiers kept on disk between runs;
 - `caller_acts/`: phrasings of the shared acts written outside the team, learned beside
   a flow's own examples, and their MiniLM vectors, built once (`caller_acts/vectors.py`);
+- `recogniser_context`: what whisper is told before it hears an answer (the question,
+  the acts callers say between answers, the flow's routes), so it hears them better;
 - `model_reading`: the agent's own model (Pipecat's markers, LiveKit's tools) as a
   second reader of a turn, and the journal record of both readings;
 - `intent_bench`: `lull bench intents`, accuracy per intent on held-out phrasings;

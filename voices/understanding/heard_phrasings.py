@@ -353,13 +353,16 @@ def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
 
 def question_options(flow) -> dict:  # noqa: ANN001
     """Whisper's options for the answer to the flow's first question that collects a
-    slot: what a live call decodes that answer with."""
+    slot: what a live call decodes that answer with (its window, and what whisper is
+    told first: `recogniser_context`)."""
     from voices.backends.voice import options_for
+
+    from .recogniser_context import context_for
 
     for stage in flow.spec.stages:
         if stage.collect:
-            return options_for((flow.spec.slots[stage.collect[0]],))
-    return options_for(None)
+            return options_for((flow.spec.slots[stage.collect[0]],), context_for(flow.spec, stage.id))
+    return options_for(None, context_for(flow.spec, None))
 
 
 __all__ = ["SPEAKERS", "HeardCache", "HeardTurn", "Hearer", "Speaker", "Voices", "load_manifest", "question_options",
