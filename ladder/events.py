@@ -256,6 +256,10 @@ class CallerUtterance(Event):
     # what read the words ("classifier", "shape:<name>", "route_words", "model", ...), so
     # a designer sees why: None where the edge did not say
     reader: str | None = None
+    # the learned yes/no reader's reading of the words (True yes, False no; None: neither,
+    # unsure, or no reader): the flow takes it at a yes/no question where the words hold
+    # no yes/no word of their own ("please do", "aye")
+    yes_no: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -65,16 +65,20 @@ def test_a_long_flow_keeps_its_prompt_within_whispers_bound():
     assert context_for(many, None).startswith(CALLER_ACTS_SAID)
 
 
-def test_every_decode_at_a_question_is_told_it_but_a_code_or_a_yes_no_and_none_without_a_flow():
+def test_every_decode_at_a_question_is_told_it_but_a_code_and_none_without_a_flow():
     runtime = asked("car_claim")
     options = decode_options(runtime)
     assert set(options) == {"initial_prompt"}  # the full window
     assert options["initial_prompt"].startswith("What's the registration number")
     assert question_options(load_flow(str(FLOWS / "car_claim.json"))) == options
-    # a code or a yes/no keeps its short windows, untold: a prompt cost the codes
+    # a code keeps its short windows, untold: a prompt cost the codes
     assert decode_options(asked("library_renewal")) == SHORT_ANSWER_DECODE
-    assert decode_options(asked("broadband_fault")) == SHORT_ANSWER_DECODE
     assert question_options(load_flow(str(FLOWS / "library_renewal.json"))) == SHORT_ANSWER_DECODE
+    # a yes/no keeps its short windows and is told the question: "no" is heard "know" without it
+    told = decode_options(asked("broadband_fault"))
+    assert {k: v for k, v in told.items() if k != "initial_prompt"} == SHORT_ANSWER_DECODE
+    assert told["initial_prompt"].startswith("To check your connection")
+    assert question_options(load_flow(str(FLOWS / "broadband_fault.json"))) == told
     assert decode_options(None) == {}
 
 
@@ -105,7 +109,7 @@ def test_the_bench_cli_takes_no_context(monkeypatch):
 def test_every_yardstick_flows_prompt_names_its_question(flow):
     compiled = load_flow(str(FLOWS / f"{flow}.json"))
     stage = next(s for s in compiled.spec.stages if s.collect)
-    if compiled.spec.slots[stage.collect[0]].type in ("digits", "yes_no"):
+    if compiled.spec.slots[stage.collect[0]].type == "digits":
         assert "initial_prompt" not in question_options(compiled)
         return
     prompt = question_options(compiled)["initial_prompt"]

@@ -66,7 +66,7 @@ class _Recognizer:
         return Recognition("4 8 2 1", None, 1.0, 0.1, 1.0)
 
 
-def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_one():
+def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_one_told():
     from voices.backends.voice import TurnLatency, VoiceBackend, VoiceModels
     from ladder.flow.spec import Slot
     from test_voice_backend import FakeVoice, start
@@ -89,7 +89,10 @@ def test_a_pending_code_or_yes_no_gets_the_short_window_and_a_request_the_full_o
         while session.runtime.ladder.pending_episode is None:
             assert loop.time() < deadline
             await asyncio.sleep(0.02)
-        assert backend._decode_options() == SHORT_ANSWER_DECODE
+        # a yes/no keeps the short windows, told the question first
+        confirm = backend._decode_options()
+        assert {k: v for k, v in confirm.items() if k != "initial_prompt"} == SHORT_ANSWER_DECODE
+        assert "initial_prompt" in confirm
         # words for a free-text slot, or with no question pending: the full window, told
         # what callers say between answers first
         backend._pending_slot = lambda: (Slot(type="text"), "", 250, 2500)
@@ -121,15 +124,17 @@ def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):
 
 
 def test_bench_stt_measures_every_variant_on_the_same_callers(models):
-    from voices.stt_bench import SHORT, IN_USE, VARIANTS, make_callers, run_stt_bench
+    from voices.stt_bench import SHORT, IN_USE, TOLD_FIRST, VARIANTS, make_callers, run_stt_bench
 
     callers = make_callers(models.voice, codes=4, answers=2)
     again = make_callers(models.voice, codes=4, answers=2)
     assert all(np.array_equal(a, b) and t == u for (a, t, _), (b, u, _) in zip(callers, again, strict=True))  # one seed
-    result = run_stt_bench(models.recognizer, models.voice, codes=4, answers=2)
+    # the two windows in use and the told one: each decode is real, so not all ten here
+    chosen = {name: VARIANTS[name] for name in (IN_USE, SHORT, TOLD_FIRST)}
+    result = run_stt_bench(models.recognizer, models.voice, codes=4, answers=2, variants=chosen)
     counts = result["callers"]
     assert counts["digits"] == 4 and counts["words"] > 0 and counts["yes_no"] > 0 and sum(counts.values()) == len(callers)
-    assert set(result["variants"]) == set(VARIANTS) and {IN_USE, SHORT} <= set(VARIANTS)
+    assert set(result["variants"]) == set(chosen)
     for row in result["variants"].values():
         assert 0 <= row["digits_right"] <= 4 and row["median_ms"] > 0
         assert len(row["misses"]) == len(callers) - row["digits_right"] - row["words_right"] - row["yes_no_right"]
@@ -139,7 +144,7 @@ def test_bench_stt_measures_every_variant_on_the_same_callers(models):
 
 def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
     from voices.line.pstn import LineSettings
-    from voices.stt_bench import IN_USE, VARIANTS, human_callers, run_stt_bench
+    from voices.stt_bench import IN_USE, SHORT, VARIANTS, human_callers, run_stt_bench
 
     callers = human_callers(codes=1)
     # the code whole and cut after each digit: what a pause's early decode gets
@@ -147,9 +152,10 @@ def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
     assert all(kind == "digits" for *_, kind in callers)
     lined = human_callers(codes=1, line=LineSettings())
     assert len(lined) == 4 and not np.array_equal(lined[3][0], callers[3][0])  # heard through the line
-    result = run_stt_bench(models.recognizer, models.voice, codes=1, caller="human", line=LineSettings())
+    chosen = {name: VARIANTS[name] for name in (IN_USE, SHORT)}
+    result = run_stt_bench(models.recognizer, models.voice, codes=1, caller="human", line=LineSettings(), variants=chosen)
     assert result["callers"] == {"digits": 4, "words": 0, "yes_no": 0} and result["line"]["kind"] == "pstn"
-    assert set(result["variants"]) == set(VARIANTS)
+    assert set(result["variants"]) == set(chosen)
     for row in result["variants"].values():
         assert row["yes_no_median_ms"] is None and row["mean_ms"] > 0
         assert len(row["misses"]) == 4 - row["digits_right"]

@@ -170,24 +170,25 @@ HELD_OUT_SEED = 41
 
 
 def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None, seed: int = DEV_SEED,
-                  caller: str = "synthetic", line=None) -> dict:  # noqa: ANN001
-    """Every variant on the same callers: piper's (`make_callers`), or with `caller`
-    "human" real people's codes (`human_callers`, `codes` of them, whole and cut at each
-    pause), wideband or through `line`."""
+                  caller: str = "synthetic", line=None, variants: dict[str, dict] | None = None) -> dict:  # noqa: ANN001
+    """Every variant (or those of `variants`) on the same callers: piper's
+    (`make_callers`), or with `caller` "human" real people's codes (`human_callers`,
+    `codes` of them, whole and cut at each pause), wideband or through `line`."""
+    variants = VARIANTS if variants is None else variants
     from ladder.flow.understanding.text import parse_digits, parse_yes_no
 
     if caller == "human":
         callers = human_callers(codes, line=line)
     else:
         callers = make_callers(voice, codes, seed=seed, answers=answers)
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    code_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0, "yes_no": 0} for name in VARIANTS}
-    short_times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    misses: dict[str, list[str]] = {name: [] for name in VARIANTS}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    code_times: dict[str, list[float]] = {name: [] for name in variants}
+    right: dict[str, dict[str, int]] = {name: {"digits": 0, "words": 0, "yes_no": 0} for name in variants}
+    short_times: dict[str, list[float]] = {name: [] for name in variants}
+    misses: dict[str, list[str]] = {name: [] for name in variants}
     recognizer.transcribe(callers[0][0])  # warm-up
     for audio, truth, kind in callers:
-        for name, options in VARIANTS.items():
+        for name, options in variants.items():
             started = time.perf_counter()
             text = recognizer.transcribe(audio, **options).text
             times[name].append((time.perf_counter() - started) * 1000.0)
@@ -223,6 +224,6 @@ def run_stt_bench(recognizer, voice, codes: int = 48, answers: int | None = None
                 "max_ms": round(max(times[name]), 1),
                 "misses": misses[name],
             }
-            for name in VARIANTS
+            for name in variants
         },
     }

@@ -186,11 +186,12 @@ class TypedTurns:
 
     def _turn(self, matcher, text: str, seq: int, heard: Callable[[], None] | None) -> None:
         turn = f"{self._prefix}-{seq}"
-        from voices.understanding.interpret import read_turn
+        from voices.understanding.interpret import read_turn, read_yes_no
 
         intent, score, reader = read_turn(matcher, text) if text.strip() else (None, 0.0, None)
+        yes_no = read_yes_no(matcher, text)[0]
         if heard is not None:
             heard()
         self._feed(TurnStarted(turn, seq))
         self._feed(TurnEnded(turn, seq))
-        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))
+        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))

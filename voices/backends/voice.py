@@ -130,15 +130,20 @@ def recogniser_context(rt) -> str | None:
 
 def options_for(pending, context: str | None = None) -> dict:
     """Whisper's options for a pending slot as `pending_slot` gives it (None: none
-    pending): a code or a yes/no the short windows, anything else told `context` first
-    (`recogniser_context`)."""
+    pending): a code the short windows, a yes/no the short windows told `context` first,
+    anything else told `context` first (`recogniser_context`)."""
     from voices.stt import SHORT_ANSWER_DECODE
     from voices.understanding.recogniser_context import prompt_option
 
-    if pending is not None and pending[0].type in ("digits", "yes_no"):
+    if pending is not None and pending[0].type == "digits":
         # not told: a prompt cost the codes (`lull bench stt --caller human`: 77/80
         # against 79 wideband, 72/80 against 78 down the line, decodes 1.2-1.3x as long)
         return dict(SHORT_ANSWER_DECODE)
+    if pending is not None and pending[0].type == "yes_no":
+        # told: 120 yes/no answers written blind (yardstick2 answers/yes_no_dev.json), each
+        # said by three voices, read right 266/360 told against 230 untold, and down the
+        # line 234 against 189 ("no" is heard "know", "yeah" "yet" without the question)
+        return {**SHORT_ANSWER_DECODE, **prompt_option(context)}
     return prompt_option(context)
 
 __all__ = ["TurnLatency", "VoiceBackend", "VoiceModels", "decode_options", "pending_slot", "recogniser_context"]
@@ -796,9 +801,10 @@ class VoiceBackend:
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
-        from voices.understanding.interpret import read_turn
+        from voices.understanding.interpret import read_turn, read_yes_no
 
         intent, score, reader = read_turn(self.matcher, text) if text else (None, 0.0, None)
+        yes_no = read_yes_no(self.matcher, text)[0] if text else None
         level = self._turn_level.get(turn)
         reply = self._is_reply(text, intent)
         verdict = self.room.judge(text, recognition.raw_text, level, reply=reply)
@@ -813,7 +819,7 @@ class VoiceBackend:
         self.secrets.heard(turn, text)
         self._answering = latency
         try:
-            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason, reader))
+            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason, reader, yes_no))
         finally:
             answered, self._answering = self._answering is None, None
         latency.decision = self.session.now_ms()

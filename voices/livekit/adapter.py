@@ -109,7 +109,7 @@ from ladder.flow.understanding.shared_intents import LADDER_INTENTS, LearnedInte
 from voices.background_voices import BackgroundVoices, voiced_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn
+from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn, read_yes_no
 from voices.understanding.model_reading import HOLD_NOTE, ModelDecision, ModelMeaning, core_events, lull_meaning, observation
 
 from .turns import LullTurnDetector
@@ -570,8 +570,12 @@ class LullLadder:
             return
         if reply:
             self.room.learn_caller(level)
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):
+            matcher = await asyncio.to_thread(matcher.get)
+        yes_no = (await asyncio.to_thread(read_yes_no, matcher, text))[0]
         self.on_line("caller", text)
-        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))
+        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))
 
     # -- the model's reading of the caller (W8) -----------------------------------------
 

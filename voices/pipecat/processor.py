@@ -145,7 +145,7 @@ from ladder.flow.understanding.shared_intents import LADDER_INTENTS, LearnedInte
 from voices.background_voices import BackgroundVoices, speech_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn
+from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn, read_yes_no
 from voices.understanding.model_reading import HOLD_NOTE, MARKER_KINDS, ModelDecision, core_events, lull_meaning, observation
 
 from .frames import LullEventFrame, TurnTranscriptionFrame
@@ -486,6 +486,13 @@ class LullProcessor(FrameProcessor):
         self._last_reading = (text, reading)
         return reading
 
+    async def _yes_no(self, text: str) -> tuple[bool | None, float]:
+        """The learned yes/no reading of the words (interpret.read_yes_no), off the loop."""
+        matcher = self.matcher
+        if isinstance(matcher, BackgroundMatcher):
+            matcher = await asyncio.to_thread(matcher.get)
+        return await asyncio.to_thread(read_yes_no, matcher, text)
+
     async def _interpret(self) -> None:
         self._interpreted = True
         text = " ".join(w.strip() for w in self._user_words if w.strip())
@@ -551,8 +558,9 @@ class LullProcessor(FrameProcessor):
             await self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
         intent, score, reader = await self._reading(text)
+        yes_no = (await self._yes_no(text))[0]
         self.on_line("caller", text)
-        await self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader))
+        await self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))
 
     # -- flow mode: the live session's edge (sessions.live.Backend) ----------------------
 

@@ -9,13 +9,16 @@ turn gives); hearing them (VAD, STT, end of turn, echo, levels) stays beside it 
   and `read_turn`, which says what read it;
 - `intent_classifier`: kind "classifier", softmax regression over sentence features
   trained on the flow's intents, Lull's shared phrases and an off-topic "none" class;
+- `yes_no_reader`: a yes or a no where the words hold no yes/no word ("please do",
+  "aye", "know" heard for "no"), learned on the classifier's own features;
 - `normalise`: a caller's words as the matchers read them (grunt spellings, leading
   discourse markers, bare clarifications, polarity);
 - `embedders`: the sentence embedders matching runs on (wordllama, MiniLM, a blend);
 - `sentence_encoder`: all-MiniLM-L6-v2 in numpy, offline and without torch;
 - `disk_cache`: sentence vectors and trained classifiers kept on disk between runs;
 - `caller_acts/`: phrasings of the shared acts written outside the team, learned beside
-  a flow's own examples, and their MiniLM vectors, built once (`caller_acts/vectors.py`);
+  a flow's own examples, answers to yes/no questions (`caller_acts/yes_no/`), and their
+  MiniLM vectors, built once (`caller_acts/vectors.py`);
 - `recogniser_context`: what whisper is told before it hears an answer (the question,
   the acts callers say between answers, the flow's routes), so it hears them better;
 - `model_reading`: the agent's own model (Pipecat's markers, LiveKit's tools) as a

@@ -20,9 +20,11 @@ cross-validation on the flow's examples and OFF_TOPIC_TRAINING only (`cross_vali
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -486,6 +488,8 @@ class ClassifierMatcher:
         self.threshold = threshold
         self.l2 = l2
         self.featurise = featuriser
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
         # words that name what a route offers: they decide where the classifier is unsure
         self.route_cues: dict[str, frozenset[str]] = dict(getattr(intents, "route_cues", {}) or {})
         self.chosen_by_words: frozenset[str] = getattr(intents, "chosen_by_words", frozenset())
@@ -512,6 +516,30 @@ class ClassifierMatcher:
             with _cache_lock:
                 _model_cache[key] = model
         self.model = model
+        # a flow that asks a yes/no question: the yes/no reader on the same features, trained
+        # here (a build runs off the call's loop) rather than at the first yes/no answer
+        self.yes_no_reader = None
+        if YES_NO_READER and getattr(intents, "asks_yes_no", False) and len(names) > 1:
+            from .yes_no_reader import reader_for
+
+            self.yes_no_reader = reader_for(featuriser)
+
+    # a turn is often read more than once (scores, then explain; a bench reads it with and
+    # without each word shape): its features are kept for the last few texts
+    _RECENT = 256
+
+    def _features(self, said: str) -> np.ndarray:
+        with self._recent_lock:
+            row = self._recent.get(said)
+            if row is not None:
+                self._recent.move_to_end(said)
+                return row
+        row = self.featurise([said])
+        with self._recent_lock:
+            self._recent[said] = row
+            while len(self._recent) > self._RECENT:
+                self._recent.popitem(last=False)
+        return row
 
     def _stored_model(self, featuriser: Featuriser, names: list[str], said: list[str], labels: np.ndarray,
                       l2: float, own: frozenset[str] | None = None) -> SoftmaxModel | None:
@@ -537,8 +565,16 @@ class ClassifierMatcher:
         intents = self._names[:-1]
         if not said or self.model is None:
             return {name: 0.0 for name in intents}
-        p = self.model.proba(self.featurise([said]))[0]
+        p = self.model.proba(self._features(said))[0]
         return {name: float(p[i]) for i, name in enumerate(intents)}
+
+    def yes_no(self, text: str) -> tuple[bool | None, float]:
+        """The learned yes/no reading of `text` (voices.understanding.yes_no_reader): True,
+        False, or None (neither, or unsure), with its probability."""
+        said = normalise(text)
+        if not said or self.yes_no_reader is None:
+            return None, 0.0
+        return self.yes_no_reader.read(self._features(said))
 
     def match(self, text: str) -> tuple[str | None, float]:
         """The most probable intent and its probability, or (None, p) when unclear:
@@ -556,7 +592,7 @@ class ClassifierMatcher:
         said = normalise(text)
         if not said or self.model is None:
             return None, 0.0, "classifier"
-        p = self.model.proba(self.featurise([said]))[0]
+        p = self.model.proba(self._features(said))[0]
         best = int(np.argmax(p))
         name = decide(p, self._names, self.threshold)
         if self.route_cues and (name is None or name.startswith("route:")):
@@ -619,6 +655,9 @@ CLASSIFIER_WORDLLAMA = False
 CLASSIFIER_NEGATION = False
 CLASSIFIER_LEXICAL = LEXICAL_SCALE
 CLASSIFIER_CUES = True
+# the learned yes/no reader beside the intents (voices.understanding.yes_no_reader);
+# LULL_YES_NO_READER=0 leaves it out, to compare
+YES_NO_READER = os.environ.get("LULL_YES_NO_READER", "").strip().lower() not in ("0", "off", "no", "false")
 
 
 def main() -> None:  # pragma: no cover - the cross-validation behind the constants above

@@ -264,6 +264,18 @@ class BackgroundMatcher:
     def explain(self, text: str) -> tuple[str | None, float, str]:
         return read_turn(self.get(), text)
 
+    def yes_no(self, text: str) -> tuple[bool | None, float]:
+        return read_yes_no(self.get(), text)
+
+
+def read_yes_no(matcher, text: str) -> tuple[bool | None, float]:  # noqa: ANN001
+    """A turn's yes or no as the learned yes/no reader takes it (the classifier's; other
+    matchers have none): (True, p), (False, p), or (None, p) for neither or unsure."""
+    reading = getattr(matcher, "yes_no", None)
+    if reading is None or not text.strip():
+        return None, 0.0
+    return reading(text)
+
 
 def read_turn(matcher, text: str) -> tuple[str | None, float, str]:  # noqa: ANN001
     """A turn's intent, its score and what decided it: the classifier's `explain`

@@ -251,6 +251,9 @@ class LearnedIntents(dict):
     # a caller act every flow shares -> the flow's intent name for it (a route's role
     # under its route): where a learned reader's data for that act goes
     act_names: dict[str, str] = {name: name for name in ("wait_request", "ready", "repeat_request", "backchannel")}
+    # the flow asks a yes/no question: a learned reader may read a yes or a no beside the
+    # intents (voices.understanding.yes_no_reader)
+    asks_yes_no: bool = False
 
     def own_only(self) -> dict[str, tuple[str, ...]]:
         """The flow's own examples alone, each under its own intent: what a
@@ -349,6 +352,7 @@ def flow_intents(spec) -> LearnedIntents:
     merged.act_names = {**LearnedIntents.act_names, **{
         role: f"route:{route.id}" for role in ROUTE_ROLES if (route := route_for(role, tuple(spec.routes))) is not None}}
     merged.route_cues = route_cues(spec)
+    merged.asks_yes_no = any(slot.type == "yes_no" for slot in spec.slots.values())
     merged.chosen_by_words = chosen_by_words(spec)
     merged.cues = caller_cues(spec, f"route:{go_on.id}" if go_on is not None else None,
                               {k: value_names(slot) for k, slot in spec.slots.items()},

@@ -46,7 +46,7 @@ def with_caller_acts(intents, off_topic: tuple[str, ...]):  # noqa: ANN001
     acts = caller_acts()
     taken = {p for phrases in intents.values() for p in phrases}
     merged = type(intents)(intents)
-    for attr in ("own", "own_by_intent", "route_cues", "chosen_by_words", "cues", "act_names"):
+    for attr in ("own", "own_by_intent", "route_cues", "chosen_by_words", "cues", "act_names", "asks_yes_no"):
         if hasattr(intents, attr):
             setattr(merged, attr, getattr(intents, attr))
     for act, name in names.items():

@@ -1,4 +1,4 @@
-"""The caller-act phrasings' MiniLM vectors, built once (at setup) beside the phrasings.
+"""The caller-act phrasings' and yes/no answers' MiniLM vectors, built once (at setup) beside them.
 
 Every flow's classifier learns the caller-act phrasings (`with_caller_acts`), so each
 would otherwise embed the same ~3,400 texts on its first build: about a minute on this
@@ -29,8 +29,12 @@ VECTORS = Path(__file__).with_name("minilm_vectors.npz")
 
 
 def texts() -> list[str]:
-    """What the classifier embeds of the phrasings: each normalised, once, in file order."""
-    return list(dict.fromkeys(normalise(p) for phrases in caller_acts().values() for p in phrases if normalise(p)))
+    """What the classifiers embed of the phrasings (the caller acts, then the yes/no
+    answers of `yes_no/`): each normalised, once, in file order."""
+    from ..yes_no_reader import answers
+
+    said = [p for phrases in caller_acts().values() for p in phrases] + [s for s, _ in answers()]
+    return list(dict.fromkeys(normalise(p) for p in said if normalise(p)))
 
 
 @lru_cache(maxsize=4)
