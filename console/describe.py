@@ -66,6 +66,10 @@ def describe(record: dict, verbose: bool = False) -> str | None:
         return f"heard: {reason}{how_read(record)}"
     if kind == "turn_interpreted":
         return None
+    if kind == "yes_no_read":
+        value = record.get("value")
+        said = ("yes" if value else "no") if isinstance(value, bool) else "a value (redacted)"
+        return f"{record.get('slot')} read as {said} by the learned yes/no reader (no yes/no word in the words)"
     return f"{kind.replace('_', ' ')}: {reason}"
 
 

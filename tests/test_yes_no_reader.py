@@ -104,13 +104,15 @@ def test_a_typed_call_answers_a_yes_no_in_its_own_words(tmp_path):
     from sessions.live import LiveSession
     from voices.backends.text import TextBackend
 
-    lines = []
+    lines, stream = [], []
     backend = TextBackend(ms_per_word=20, start_delay_ms=10, matcher_kind="classifier",
                           on_line=lambda who, text: lines.append((who, text)))
     session = LiveSession(load_flow(str(FLOWS / "broadband_fault.json")), backend, journal_dir=tmp_path / "take")
-    asyncio.run(asyncio.wait_for(rehearse_headless(session, backend.say, lines=iter(["aye"]), write=lambda _: None,
+    asyncio.run(asyncio.wait_for(rehearse_headless(session, backend.say, lines=iter(["aye"]), write=stream.append,
                                                    speaking=lambda: backend.speaking), timeout=60))
     assert session.runtime.state.get("router_red") is True
+    # the event stream (and the console's log) says what read it
+    assert any("router_red read as yes by the learned yes/no reader" in line for line in stream), stream
     journal = read_journal(tmp_path / "take")
     said = [r for r in journal.inputs() if r["kind"] == "caller_utterance"]
     assert said and said[0]["event"]["yes_no"] is True
