@@ -120,7 +120,10 @@ class MiniLMEncoder:
             raise EncoderError(f"cannot read the MiniLM model from {path}: {type(exc).__name__}: {exc}") from None
         if not pooling.get("pooling_mode_mean_tokens") or config.get("hidden_act") != "gelu":
             raise EncoderError("unexpected model configuration (mean pooling and gelu expected)")
-        self.fingerprint = "all-MiniLM-L6-v2 " + " ".join(f"{crc:08x}" for crc in crcs) + f" max_len {MAX_SEQ_LENGTH}"
+        # "unpadded": vectors made in batches of one length (below), so vectors kept by an
+        # encoder that padded its batches are not mixed with these
+        self.fingerprint = ("all-MiniLM-L6-v2 " + " ".join(f"{crc:08x}" for crc in crcs) + f" max_len {MAX_SEQ_LENGTH}"
+                            + " unpadded")
         self.eps = float(config["layer_norm_eps"])
         self.heads = int(config["num_attention_heads"])
         self.hidden = int(config["hidden_size"])
@@ -190,16 +193,23 @@ class MiniLMEncoder:
             texts = [texts]
         if not texts:
             return np.zeros((0, self.hidden), dtype=np.float32)
-        # Sorted by length so a batch pads little; the order is restored at the end.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Batched by token count, so no batch is padded: a padded batch moves a text's
+        # vector by ~2e-7 with the texts beside it, and a classifier trained on them then
+        # depends on what was embedded with what (which process, which order) and can
+        # read a turn at its threshold one way or the other. Unpadded, a text's vector is
+        # the same alone or in any batch.
+        by_length: dict[int, list[int]] = {}
+        for i, encoding in enumerate(self.tokenizer.encode_batch(list(texts))):
+            by_length.setdefault(len(encoding.ids), []).append(i)
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            ids, mask = self.tokenize([texts[i] for i in rows])
-            hidden = self._forward(ids, mask)
-            pooled = (hidden * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[rows] = pooled / np.maximum(norms, 1e-12)
+        for _, group in sorted(by_length.items()):
+            for start in range(0, len(group), batch_size):
+                rows = group[start : start + batch_size]
+                ids, mask = self.tokenize([texts[i] for i in rows])
+                hidden = self._forward(ids, mask)
+                pooled = (hidden * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+                norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+                out[rows] = pooled / np.maximum(norms, 1e-12)
         return out
 
     def embed(self, texts: list[str], norm: bool = True) -> np.ndarray:

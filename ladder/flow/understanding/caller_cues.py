@@ -250,8 +250,6 @@ class CallerCues:
         said = " ".join(words)
         rest = " ".join(words[lead:])
         unsure_or_route = picked is None or picked.startswith("route:")
-        if self.wait and picked != self.wait and _WAIT_CUE.match(rest) and unsure_or_route:
-            yield self.wait, "wait_words"
         if picked == self.wait and _NOT_A_WAIT.search(said) and not _WAIT_CUE.match(rest):
             yield None, "asking_not_waiting"  # "let me know when it's coming": asking, not waiting
         if self.wait and picked in (None, self.ready) and _SOMEWHERE.search(said) and self.value_is_found:
@@ -284,8 +282,6 @@ class CallerCues:
             yield self.go_on_without, "hands_over"
         if self.go_on_without and self.value_is_found and picked is None and self._elsewhere(said):
             yield self.go_on_without, "value_elsewhere"
-        if picked == self.go_on_without and lacks is False:
-            yield None, "lacks_something_else"  # lacking something else: not the value
 
     def _asks_again(self, words: list[str], said: str) -> bool:
         if _REPEAT_CUE.search(said):
