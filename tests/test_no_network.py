@@ -130,8 +130,8 @@ def test_a_file_backend_call_sends_nothing_and_leaves_no_device_id(tmp_path: Pat
         assert not (tmp_path / folder / ".cache" / ORT_DEVICE_ID).exists()
         assert not (tmp_path / folder / ORT_DEVICE_ID).exists()
         written = left_in(tmp_path / folder)
-        if folder == "cache":  # the classifier and its training vectors, nothing else
-            assert sorted(p.split("-")[0] for p in written) == ["lull/classifier", "lull/vectors"], written
+        if folder == "cache":  # the classifier, its training vectors and the yes/no reader, nothing else
+            assert sorted(p.rsplit("-", 1)[0] for p in written) == ["lull/classifier", "lull/vectors", "lull/yes-no"], written
         else:
             assert written == [], f"written into the user's {folder} folder"
 

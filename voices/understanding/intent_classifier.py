@@ -20,7 +20,6 @@ cross-validation on the flow's examples and OFF_TOPIC_TRAINING only (`cross_vali
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import zlib
@@ -516,13 +515,9 @@ class ClassifierMatcher:
             with _cache_lock:
                 _model_cache[key] = model
         self.model = model
-        # a flow that asks a yes/no question: the yes/no reader on the same features, trained
-        # here (a build runs off the call's loop) rather than at the first yes/no answer
+        # the learned yes/no reader on the same features, for a flow that asks a yes/no
+        # (voices.understanding.yes_no_reader; interpret.make_matcher sets it)
         self.yes_no_reader = None
-        if YES_NO_READER and getattr(intents, "asks_yes_no", False) and len(names) > 1:
-            from .yes_no_reader import reader_for
-
-            self.yes_no_reader = reader_for(featuriser)
 
     # a turn is often read more than once (scores, then explain; a bench reads it with and
     # without each word shape): its features are kept for the last few texts
@@ -655,9 +650,6 @@ CLASSIFIER_WORDLLAMA = False
 CLASSIFIER_NEGATION = False
 CLASSIFIER_LEXICAL = LEXICAL_SCALE
 CLASSIFIER_CUES = True
-# the learned yes/no reader beside the intents (voices.understanding.yes_no_reader);
-# LULL_YES_NO_READER=0 leaves it out, to compare
-YES_NO_READER = os.environ.get("LULL_YES_NO_READER", "").strip().lower() not in ("0", "off", "no", "false")
 
 
 def main() -> None:  # pragma: no cover - the cross-validation behind the constants above

@@ -20,6 +20,7 @@ from ladder.flow.understanding.shared_intents import LearnedIntents
 from ladder.flow.understanding.text import LexicalMatcher
 
 from . import intent_classifier as ic
+from . import yes_no_reader
 from .caller_acts import with_caller_acts
 
 # the embedders and the normalisation are their own modules; importable from here too
@@ -194,8 +195,13 @@ def make_matcher(
         off_topic = ic.OFF_TOPIC_TRAINING
         if CALLER_ACTS:  # the acts every flow shares, as callers outside the team say them
             intents, off_topic = with_caller_acts(intents, off_topic)
-        return ic.ClassifierMatcher(intents, ic.DEFAULT_CLASSIFIER_THRESHOLD if threshold is None else threshold,
-                                    featuriser=featuriser, l2=ic.CLASSIFIER_L2, off_topic=off_topic)
+        matcher = ic.ClassifierMatcher(intents, ic.DEFAULT_CLASSIFIER_THRESHOLD if threshold is None else threshold,
+                                       featuriser=featuriser, l2=ic.CLASSIFIER_L2, off_topic=off_topic)
+        if yes_no_reader.ENABLED and getattr(intents, "asks_yes_no", False):
+            # the flow asks a yes/no: the learned yes/no reader on the same features, trained
+            # here (a build runs off the call's loop) rather than at the first yes/no answer
+            matcher.yes_no_reader = yes_no_reader.reader_for(featuriser)
+        return matcher
     if kind == "lexical":
         return LexicalMatcher(intents, LEXICAL_DEFAULT_THRESHOLD if threshold is None else threshold)
     raise ValueError(f"unknown matcher kind {kind!r} ({', '.join(MATCHER_KINDS)})")

@@ -17,35 +17,27 @@ yes/no question (README, "A yes or a no"): the threshold and L2 below.
 
 from __future__ import annotations
 
-import json
+import os
 import threading
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from . import disk_cache
-from .caller_acts import _GO_ON, caller_acts
+from .caller_acts import GO_ON, YES_NO_MEANINGS, caller_acts, yes_no_answers
 from .normalise import normalise
 
-CLASSES = ("yes", "no", "neither")
+# LULL_YES_NO_READER=0 leaves the reader out, to compare
+ENABLED = os.environ.get("LULL_YES_NO_READER", "").strip().lower() not in ("0", "off", "no", "false")
+CLASSES = YES_NO_MEANINGS
 # the reading counts from this probability; below it the turn holds no answer
 THRESHOLD = 0.7
 L2 = 1e-3
 VERSION = 1
-ANSWERS = Path(__file__).parent / "caller_acts" / "yes_no"
 
 
-@lru_cache(maxsize=1)
 def answers() -> tuple[tuple[str, str], ...]:
     """(what the caller said, "yes" | "no" | "neither") of every writer, once each, in file order."""
-    rows: dict[str, str] = {}
-    for path in sorted(ANSWERS.glob("writer_*.json")):
-        for entry in json.loads(path.read_text(encoding="utf-8")):
-            said, means = str(entry.get("said", "")).strip(), entry.get("means")
-            if said and means in CLASSES:
-                rows.setdefault(said, means)
-    return tuple(rows.items())
+    return yes_no_answers()
 
 
 def training_rows(off_topic: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
@@ -60,7 +52,7 @@ def training_rows(off_topic: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
         if act == "backchannel":
             continue
         for phrase in phrases:
-            if parse_yes_no(phrase) is None and not _GO_ON.search(phrase.lower()):
+            if parse_yes_no(phrase) is None and not GO_ON.search(phrase.lower()):
                 texts.append(phrase)
                 labels.append(CLASSES.index("neither"))
     for phrase in off_topic:
@@ -124,4 +116,4 @@ def reader_for(featuriser) -> YesNoReader:  # noqa: ANN001 (an intent_classifier
     return reader
 
 
-__all__ = ["CLASSES", "THRESHOLD", "YesNoReader", "answers", "reader_for", "training_rows"]
+__all__ = ["CLASSES", "ENABLED", "THRESHOLD", "YesNoReader", "answers", "reader_for", "training_rows"]

@@ -2,7 +2,8 @@
 data a learned reader trains on beside a flow's own examples and Lull's shared phrases.
 
 `caller_acts()` is the data, read once: act -> phrases, for "wait_request", "ready",
-"repeat_request", "backchannel", "person", "go_on_without" and "off_topic".
+"repeat_request", "backchannel", "person", "go_on_without" and "off_topic";
+`yes_no_answers()` the answers to yes/no questions of `yes_no/`.
 `with_caller_acts(intents)` is a flow's intents with each act's phrases under the flow's
 name for it (`LearnedIntents.act_names`: a route's role under its route), and the
 off-topic phrases for the reader's "none" class.
@@ -20,7 +21,7 @@ _HERE = Path(__file__).parent
 # The first writers' brief gave "go on" as a backchannel. To Lull, a caller saying "go on"
 # is telling the agent to go on: ready (outside a wait the core takes ready as a
 # backchannel anyway, W7). Such phrases are read as ready, not as the brief had them.
-_GO_ON = re.compile(r"\b(go on|go ahead|carry on|fire away|keep going)\b")
+GO_ON = re.compile(r"\b(go on|go ahead|carry on|fire away|keep going)\b")
 
 
 @lru_cache(maxsize=1)
@@ -33,8 +34,24 @@ def caller_acts() -> dict[str, tuple[str, ...]]:
             for phrase in data.get(act, ()):
                 if isinstance(phrase, str) and phrase.strip():
                     said = phrase.strip()
-                    acts["ready" if act == "backchannel" and _GO_ON.search(said.lower()) else act][said] = None
+                    acts["ready" if act == "backchannel" and GO_ON.search(said.lower()) else act][said] = None
     return {act: tuple(phrases) for act, phrases in acts.items()}
+
+
+YES_NO_MEANINGS = ("yes", "no", "neither")
+
+
+@lru_cache(maxsize=1)
+def yes_no_answers() -> tuple[tuple[str, str], ...]:
+    """Answers to yes/no questions (`yes_no/writer_*.json`): (what the caller said, "yes" |
+    "no" | "neither"), every writer's, once each, in file order."""
+    rows: dict[str, str] = {}
+    for path in sorted((_HERE / "yes_no").glob("writer_*.json")):
+        for entry in json.loads(path.read_text(encoding="utf-8")):
+            said, means = str(entry.get("said", "")).strip(), entry.get("means")
+            if said and means in YES_NO_MEANINGS:
+                rows.setdefault(said, means)
+    return tuple(rows.items())
 
 
 def with_caller_acts(intents, off_topic: tuple[str, ...]):  # noqa: ANN001

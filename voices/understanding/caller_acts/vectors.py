@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..normalise import normalise
-from . import caller_acts
+from . import caller_acts, yes_no_answers
 
 VECTORS = Path(__file__).with_name("minilm_vectors.npz")
 
@@ -31,9 +31,7 @@ VECTORS = Path(__file__).with_name("minilm_vectors.npz")
 def texts() -> list[str]:
     """What the classifiers embed of the phrasings (the caller acts, then the yes/no
     answers of `yes_no/`): each normalised, once, in file order."""
-    from ..yes_no_reader import answers
-
-    said = [p for phrases in caller_acts().values() for p in phrases] + [s for s, _ in answers()]
+    said = [p for phrases in caller_acts().values() for p in phrases] + [s for s, _ in yes_no_answers()]
     return list(dict.fromkeys(normalise(p) for p in said if normalise(p)))
 
 
