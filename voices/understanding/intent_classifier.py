@@ -520,8 +520,9 @@ class ClassifierMatcher:
         self.yes_no_reader = None
 
     # a turn is often read more than once (scores, then explain; a bench reads it with and
-    # without each word shape): its features are kept for the last few texts
-    _RECENT = 256
+    # without each word shape): its features are kept for the last few texts (64 rows of
+    # about 20 kB)
+    _RECENT = 64
 
     def _features(self, said: str) -> np.ndarray:
         with self._recent_lock:
