@@ -90,6 +90,9 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
         self._closing: Closing | None = None
         self._route_switches: dict[str, bool] = {}  # route -> availability set during the call
         self._recovering_path: str | None = None
+        # the ladder the last question ran under, kept when it ended: what the console's
+        # ladder panel shows between questions, not the next stage's policy
+        self._asked_policy: LadderPolicy | None = None
         self._effects: list[Effect] = []
 
     # -- public API -----------------------------------------------------------------
@@ -124,6 +127,16 @@ class Controller(Windows, Prompting, Holds, Recovery, ToolWaits, Turns, Episodes
                 _COMPOSED.clear()
             hit = _COMPOSED[key] = (stage, routes, (text, offered, left_out, short))
         return hit[2]
+
+    @property
+    def shown_policy(self) -> LadderPolicy:
+        """The ladder a designer is shown: the pending question's (the one in force);
+        with no question pending, the one the last question ran under, as it ran (a
+        tool stage or the end of the call puts the flow's plain ladder in force, which
+        that question never said); before any question, the one in force."""
+        if self.pending_episode is None and self._asked_policy is not None:
+            return self._asked_policy
+        return self._policy
 
     @property
     def generation(self) -> int:

@@ -103,6 +103,7 @@ class Episodes:
             return
         self._end_hold_accounting()
         ep.outcome = outcome
+        self._asked_policy = self._policy
         self._disarm("deadline", "episode_ended")
         pending = tuple(sorted(self.unresolved_or_running())) if self.tools or self.unresolved_tools else ()
         self._effects.append(EpisodeEnded(ep.question, ep.id, outcome, reason, pending))

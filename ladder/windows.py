@@ -162,29 +162,49 @@ class Windows:
         """What each stage of the ladder would say if the ladder moved to it now, for lack
         of input (the console's ladder panel): as `_advance_stage` words it, after a partial
         answer the rest asked for, the count of what was heard, the partial close; the
-        current stage, what it did say. A read, no change to the call."""
+        current stage, what it did say. With no question pending, the last question's
+        ladder (`shown_policy`) as it was worded, the stages it reached as they were said.
+        A read, no change to the call."""
         ep = self.pending_episode
-        said = {}  # the current stage: the reminder it did say (the partial one, a check-in)
-        if ep is not None:
-            for record in self.prompts.values():
-                if record.kind == "reminder" and record.episode == ep.id and record.stage is not None:
-                    said[record.stage] = record.text
+        if ep is None:
+            return self._asked_words()
+        said = self._said_by_stage(ep)  # the current stage: the reminder it did say
         words = []
         for i, stage in enumerate(self._policy.stages):
-            if ep is not None and i == ep.stage_index and stage.name in said:
+            if i == ep.stage_index and stage.name in said:
                 words.append(said[stage.name])
                 continue
             text = self._stage_wording(stage, ep)[0]
-            if ep is not None and stage.closes:
+            if stage.closes:
                 if ep.part_heard and self._policy.partial_close and not self.unresolved_or_running():
                     text = self._policy.partial_close
                 text = self._policy.close_pending if self.unresolved_or_running() else text
-            elif ep is not None and ep.partial is not None and i == ep.stage_index + 1:
+            elif ep.partial is not None and i == ep.stage_index + 1:
                 heard = digits_heard(ep.partial)
                 text = drop_placeholders(self._policy.partial_reminder.replace("{heard}", heard or "{heard}"))
             if "{" in text:
                 text = drop_placeholders(text.replace(SLOT_PLACEHOLDER, self._spoken_slot("close" if stage.closes else "reminder")))
             words.append(text)
+        return words
+
+    def _said_by_stage(self, ep) -> dict[str, str]:  # noqa: ANN001
+        """Stage name -> the reminder episode `ep` said at it (a partial one, a check-in)."""
+        return {record.stage: record.text for record in self.prompts.values()
+                if record.kind == "reminder" and record.episode == ep.id and record.stage is not None}
+
+    def _asked_words(self) -> list[str]:
+        """Each stage of `shown_policy` with no question pending: a stage the last question
+        reached, what it said there; any other, its wording with the routes available."""
+        policy = self.shown_policy
+        said = self._said_by_stage(self.episode) if self.episode is not None else {}
+        words = []
+        for stage in policy.stages:
+            if stage.name in said:
+                words.append(said[stage.name])
+            elif stage.prompt:
+                words.append(policy.compose(stage)[0])
+            else:
+                words.append("")
         return words
 
     def _advance_stage(self, reason: str, generation: int) -> None:

@@ -82,3 +82,44 @@ def test_after_part_of_a_code_the_panel_shows_the_words_the_call_will_say():
     assert call.prompts()[-1].text == now[1]
     # reached, the stage shows what it did say, not its default wording
     assert call.c.stage_words()[1] == "I've got the first two digits. What's the rest?"
+
+
+def test_between_questions_and_after_the_call_the_panel_keeps_the_last_questions_ladder():
+    # a flow's question with a ladder of its own ("Please say yes or no"): once it is
+    # answered, a tool stage and the end of the call put the flow's plain ladder in force,
+    # which this question never said; the panel keeps the question's ladder as it ran
+    from pathlib import Path
+
+    from ladder import CallerUtterance, PlaybackCompleted, RequestPrompt, StartCall
+    from ladder.flow.runtime import FlowRuntime
+    from sessions.flowfiles import load_flow
+
+    runtime = FlowRuntime(load_flow(str(Path(__file__).parent / "flows" / "yardstick2" / "broadband_fault.json")))
+    said = []
+
+    def take(effects, now):
+        for effect in effects:
+            if isinstance(effect, RequestPrompt):
+                said.append(effect.text)
+                take(runtime.handle(PlaybackCompleted(effect.token), now + 1), now + 1)
+
+    take(runtime.handle(StartCall(), 0), 0)
+    ladder = runtime.ladder
+    asked = ladder.stage_words()
+    assert asked[1] == "Take your time. Please say yes or no."
+    assert ladder.shown_policy is ladder.policy
+    # silence to the first reminder: that stage is reached and says its words
+    while not any("yes or no" in text for text in said):
+        due = runtime.next_deadline()
+        take(runtime.handle_timer(due), due)
+    reached = ladder.pending_episode.stage_index
+    take(runtime.handle(CallerUtterance("t1", 1, "yes"), due + 500), due + 500)
+    assert ladder.pending_episode is None
+    plain = [stage.prompt for stage in ladder.policy.stages]
+    assert "Take your time. Please say yes or no." not in plain  # the plain ladder is in force now
+    assert ladder.shown_policy is not ladder.policy
+    after = ladder.stage_words()
+    assert after == asked and after[reached] == said[-2]
+    shown = ladder_text(ladder.snapshot(), ladder.shown_policy, due + 600, width=160, words=after).plain
+    assert "Please say yes or no." in shown and "episode 1 ended: resumed_after_check" in shown
+    assert "I haven't received the answer" not in shown

@@ -143,7 +143,7 @@ class IncidentsScreen(Screen):
         if run is None:
             return
         snapshot = run.controller.snapshot()
-        self.query_one(LadderPanel).show(snapshot, run.controller.policy, run.now, run.controller.stage_words())
+        self.query_one(LadderPanel).show(snapshot, run.controller.shown_policy, run.now, run.controller.stage_words())
         done = run.done()
         self.query_one(TimerLane).show(snapshot, run.now, ended=done)
         self.query_one(PromptLane).show(snapshot, ended=done)

@@ -160,7 +160,7 @@ class RehearseScreen(Screen):
         snapshot = session.runtime.ladder.snapshot()
         ended = session.closed.is_set()
         ladder = session.runtime.ladder
-        self.query_one(LadderPanel).show(snapshot, ladder.policy, now, ladder.stage_words())
+        self.query_one(LadderPanel).show(snapshot, ladder.shown_policy, now, ladder.stage_words())
         self.query_one(TimerLane).show(snapshot, now, ended=ended)
         self.query_one(PromptLane).show(snapshot, ended=ended)
         self.query_one(Timeline).show(now)

@@ -133,7 +133,7 @@ class SessionsScreen(Screen):
         state = position.state
         ladder_state = state.get("ladder", state)  # a flow session nests the ladder's state
         core = getattr(cursor.core, "ladder", cursor.core)
-        self.query_one(LadderPanel).show(ladder_state, core.policy, position.t_ms)
+        self.query_one(LadderPanel).show(ladder_state, core.shown_policy, position.t_ms, core.stage_words())
         timers = self.query_one(TimerLane)
         timers.rejected = [d for d in position.decisions if d.get("kind") in ("stale_rejected", "rejected")]
         timers.show(ladder_state, position.t_ms)
