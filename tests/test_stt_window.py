@@ -124,13 +124,13 @@ def test_a_code_said_in_two_parts_reads_whole_in_the_short_window(models):
 
 
 def test_bench_stt_measures_every_variant_on_the_same_callers(models):
-    from voices.stt_bench import SHORT, IN_USE, TOLD_FIRST, VARIANTS, make_callers, run_stt_bench
+    from voices.stt_bench import IN_USE, SHORT, TOLD_FIRST, all_variants, make_callers, run_stt_bench
 
     callers = make_callers(models.voice, codes=4, answers=2)
     again = make_callers(models.voice, codes=4, answers=2)
     assert all(np.array_equal(a, b) and t == u for (a, t, _), (b, u, _) in zip(callers, again, strict=True))  # one seed
     # the two windows in use and the told one: each decode is real, so not all ten here
-    chosen = {name: VARIANTS[name] for name in (IN_USE, SHORT, TOLD_FIRST)}
+    chosen = {name: all_variants()[name] for name in (IN_USE, SHORT, TOLD_FIRST)}
     result = run_stt_bench(models.recognizer, models.voice, codes=4, answers=2, variants=chosen)
     counts = result["callers"]
     assert counts["digits"] == 4 and counts["words"] > 0 and counts["yes_no"] > 0 and sum(counts.values()) == len(callers)
@@ -144,7 +144,7 @@ def test_bench_stt_measures_every_variant_on_the_same_callers(models):
 
 def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
     from voices.line.pstn import LineSettings
-    from voices.stt_bench import IN_USE, SHORT, VARIANTS, human_callers, run_stt_bench
+    from voices.stt_bench import IN_USE, SHORT, all_variants, human_callers, run_stt_bench
 
     callers = human_callers(codes=1)
     # the code whole and cut after each digit: what a pause's early decode gets
@@ -152,7 +152,7 @@ def test_bench_stt_on_human_codes_whole_and_cut_at_each_pause(models):
     assert all(kind == "digits" for *_, kind in callers)
     lined = human_callers(codes=1, line=LineSettings())
     assert len(lined) == 4 and not np.array_equal(lined[3][0], callers[3][0])  # heard through the line
-    chosen = {name: VARIANTS[name] for name in (IN_USE, SHORT)}
+    chosen = {name: all_variants()[name] for name in (IN_USE, SHORT)}
     result = run_stt_bench(models.recognizer, models.voice, codes=1, caller="human", line=LineSettings(), variants=chosen)
     assert result["callers"] == {"digits": 4, "words": 0, "yes_no": 0} and result["line"]["kind"] == "pstn"
     assert set(result["variants"]) == set(chosen)

@@ -186,12 +186,12 @@ class TypedTurns:
 
     def _turn(self, matcher, text: str, seq: int, heard: Callable[[], None] | None) -> None:
         turn = f"{self._prefix}-{seq}"
-        from voices.understanding.interpret import read_turn, read_yes_no
+        from voices.understanding.interpret import TurnReading, read_words
 
-        intent, score, reader = read_turn(matcher, text) if text.strip() else (None, 0.0, None)
-        yes_no = read_yes_no(matcher, text)[0]
+        reading = read_words(matcher, text) if text.strip() else TurnReading(None, 0.0, None)
         if heard is not None:
             heard()
         self._feed(TurnStarted(turn, seq))
         self._feed(TurnEnded(turn, seq))
-        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))
+        self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
+                                   yes_no=reading.yes_no))

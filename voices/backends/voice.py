@@ -801,10 +801,10 @@ class VoiceBackend:
         latency.transcript = self.session.now_ms()
         latency.stt_s = recognition.decode_s
         text = recognition.text
-        from voices.understanding.interpret import read_turn, read_yes_no
+        from voices.understanding.interpret import TurnReading, read_words
 
-        intent, score, reader = read_turn(self.matcher, text) if text else (None, 0.0, None)
-        yes_no = read_yes_no(self.matcher, text)[0] if text else None
+        reading = read_words(self.matcher, text) if text else TurnReading(None, 0.0, None)
+        intent = reading.intent
         level = self._turn_level.get(turn)
         reply = self._is_reply(text, intent)
         verdict = self.room.judge(text, recognition.raw_text, level, reply=reply)
@@ -819,7 +819,8 @@ class VoiceBackend:
         self.secrets.heard(turn, text)
         self._answering = latency
         try:
-            self._feed(CallerUtterance(turn, seq, text, intent, score, recognition.reason, reader, yes_no))
+            self._feed(CallerUtterance(turn, seq, text, intent, reading.score, recognition.reason, reading.reader,
+                                       reading.yes_no))
         finally:
             answered, self._answering = self._answering is None, None
         latency.decision = self.session.now_ms()

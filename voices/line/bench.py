@@ -54,13 +54,13 @@ def run_line_listen_bench(models, line: LineSettings, codes: int = 48, seed: int
     from ladder.flow.understanding.text import parse_digits, parse_yes_no
     from voices.backends.voice import PRE_ROLL_MS, SPECULATE_AFTER_MS
     from voices.levels import audible_end
-    from voices.stt_bench import IN_USE, SHORT, VARIANTS, _normal, make_callers
+    from voices.stt_bench import IN_USE, SHORT, _normal, all_variants, make_callers
     from voices.vad import SileroVad, SpeechSegmenter
 
     recognizer = models.recognizer
     pauses: list[float] = []
     callers = make_callers(models.voice, codes, seed=seed, answers=answers, pauses=pauses)
-    variants = {IN_USE: VARIANTS[IN_USE], SHORT: VARIANTS[SHORT]} if full_window else {SHORT: VARIANTS[SHORT]}
+    variants = {name: all_variants()[name] for name in ((IN_USE, SHORT) if full_window else (SHORT,))}
     channels = ("wideband", "line")
     right = {c: {n: {"digits": 0, "words": 0, "yes_no": 0} for n in variants} for c in channels}
     times = {c: {n: [] for n in variants} for c in channels}

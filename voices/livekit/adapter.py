@@ -109,7 +109,7 @@ from ladder.flow.understanding.shared_intents import LADDER_INTENTS, LearnedInte
 from voices.background_voices import BackgroundVoices, voiced_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, TurnEnd, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn, read_yes_no
+from voices.understanding.interpret import BackgroundMatcher, TurnReading, make_matcher_soon, read_words
 from voices.understanding.model_reading import HOLD_NOTE, ModelDecision, ModelMeaning, core_events, lull_meaning, observation
 
 from .turns import LullTurnDetector
@@ -420,15 +420,16 @@ class LullLadder:
         since = self._turn_started_at - 0.3  # the VAD speaks of speech a little after it began
         return voiced_level_dbfs(np.array([10 ** (db / 10.0) for at, db in self._levels if at >= since]))
 
-    async def _is_reply(self, text: str) -> tuple[bool, str | None, float, str]:
-        """(the words hold a reply, the intent read, its score, what read it): a value
-        for the pending question, or what the reader recognised."""
+    async def _is_reply(self, text: str) -> tuple[bool, TurnReading]:
+        """(the words hold a reply, how Lull's reader read them: interpret.read_words, off
+        the loop in one trip): a reply is a value for the pending question, or what the
+        reader recognised."""
         matcher = self.matcher
         if isinstance(matcher, BackgroundMatcher):
             matcher = await asyncio.to_thread(matcher.get)
-        intent, score, reader = await asyncio.to_thread(read_turn, matcher, text)
-        reply = intent is not None or holds_value(self._live.runtime if self._live is not None else None, text)
-        return reply, intent, score, reader
+        reading = await asyncio.to_thread(read_words, matcher, text)
+        reply = reading.intent is not None or holds_value(self._live.runtime if self._live is not None else None, text)
+        return reply, reading
 
     async def _check_long_turn(self, seq: int) -> None:
         """A caller turn still open past the bound: no reply in its words so far, and it
@@ -562,7 +563,7 @@ class LullLadder:
         if not text:
             self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
-        reply, intent, score, reader = await self._is_reply(text)
+        reply, reading = await self._is_reply(text)
         level = self._turn_level() if seq == self._seq else None
         verdict = self.room.judge(text, text, level, reply=reply)
         if verdict is not None:
@@ -570,12 +571,9 @@ class LullLadder:
             return
         if reply:
             self.room.learn_caller(level)
-        matcher = self.matcher
-        if isinstance(matcher, BackgroundMatcher):
-            matcher = await asyncio.to_thread(matcher.get)
-        yes_no = (await asyncio.to_thread(read_yes_no, matcher, text))[0]
         self.on_line("caller", text)
-        self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))
+        self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
+                                   yes_no=reading.yes_no))
 
     # -- the model's reading of the caller (W8) -----------------------------------------
 

@@ -145,7 +145,7 @@ from ladder.flow.understanding.shared_intents import LADDER_INTENTS, LearnedInte
 from voices.background_voices import BackgroundVoices, speech_level_dbfs
 from voices.end_of_turn import SlotAwareJudge, holds_value
 from voices.framework_journal import FrameworkJournal
-from voices.understanding.interpret import BackgroundMatcher, make_matcher_soon, read_turn, read_yes_no
+from voices.understanding.interpret import BackgroundMatcher, TurnReading, make_matcher_soon, read_words
 from voices.understanding.model_reading import HOLD_NOTE, MARKER_KINDS, ModelDecision, core_events, lull_meaning, observation
 
 from .frames import LullEventFrame, TurnTranscriptionFrame
@@ -248,7 +248,7 @@ class LullProcessor(FrameProcessor):
         self._turn_started_ms = 0.0
         self._room_verdict = None  # this turn was judged the room's at the bound
         self.turn_stop = None  # LullTurnStop, set by lull_turns: ends a turn the room held open
-        self._last_reading: tuple[str, tuple] | None = None  # (words, their reading)
+        self._last_reading: tuple[str, TurnReading] | None = None  # (words, their reading)
 
     # -- the clock -------------------------------------------------------------------
 
@@ -472,26 +472,21 @@ class LullProcessor(FrameProcessor):
 
     async def _read(self, text: str) -> tuple[str | None, float]:
         """Lull's own reader on the words: (intent, score), off the loop."""
-        return (await self._reading(text))[:2]
+        reading = await self._reading(text)
+        return reading.intent, reading.score
 
-    async def _reading(self, text: str) -> tuple[str | None, float, str]:
-        """(intent, score, what read it: voices.understanding.interpret.read_turn), off the loop; the
-        latest words' reading is kept, so the room's check and the flow read them once."""
+    async def _reading(self, text: str) -> TurnReading:
+        """The words' intent, score, what read it and their yes/no
+        (voices.understanding.interpret.read_words), off the loop in one trip; the latest
+        words' reading is kept, so the room's check and the flow read them once."""
         if self._last_reading is not None and self._last_reading[0] == text:
             return self._last_reading[1]
         matcher = self.matcher
         if isinstance(matcher, BackgroundMatcher):  # still training: wait for it, off the loop
             matcher = await asyncio.to_thread(matcher.get)
-        reading = await asyncio.to_thread(read_turn, matcher, text)  # an encoder's few ms, off the loop
+        reading = await asyncio.to_thread(read_words, matcher, text)  # an encoder's few ms, off the loop
         self._last_reading = (text, reading)
         return reading
-
-    async def _yes_no(self, text: str) -> tuple[bool | None, float]:
-        """The learned yes/no reading of the words (interpret.read_yes_no), off the loop."""
-        matcher = self.matcher
-        if isinstance(matcher, BackgroundMatcher):
-            matcher = await asyncio.to_thread(matcher.get)
-        return await asyncio.to_thread(read_yes_no, matcher, text)
 
     async def _interpret(self) -> None:
         self._interpreted = True
@@ -557,10 +552,10 @@ class LullProcessor(FrameProcessor):
         if not text:
             await self._feed(CallerUtterance(turn, seq, "", None, 0.0, "recognizer_empty"))
             return
-        intent, score, reader = await self._reading(text)
-        yes_no = (await self._yes_no(text))[0]
+        reading = await self._reading(text)
         self.on_line("caller", text)
-        await self._feed(CallerUtterance(turn, seq, text, intent, score, reader=reader, yes_no=yes_no))
+        await self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
+                                         yes_no=reading.yes_no))
 
     # -- flow mode: the live session's edge (sessions.live.Backend) ----------------------
 

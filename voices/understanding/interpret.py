@@ -12,6 +12,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -292,6 +293,24 @@ def read_turn(matcher, text: str) -> tuple[str | None, float, str]:  # noqa: ANN
         return explain(text)
     intent, score = matcher.match(text)
     return intent, score, getattr(matcher, "kind", None) or type(matcher).__name__
+
+
+@dataclass(frozen=True)
+class TurnReading:
+    """A caller turn's words as Lull reads them, all at once: the intent, its score,
+    what decided it (`read_turn`), and the learned yes/no reading (`read_yes_no`)."""
+
+    intent: str | None
+    score: float
+    reader: str | None  # None: no words to read
+    yes_no: bool | None = None
+
+
+def read_words(matcher, text: str) -> TurnReading:  # noqa: ANN001
+    """`read_turn` and `read_yes_no` together: one trip off an event loop, not two (the
+    yes/no reading is a dot product on the features the intent reading just made)."""
+    intent, score, reader = read_turn(matcher, text)
+    return TurnReading(intent, score, reader, read_yes_no(matcher, text)[0])
 
 
 _builds_lock = threading.Lock()
