@@ -55,3 +55,29 @@ def test_the_readme_figures_and_targets_are_the_benchs_read_from_what_was_heard(
             if "ms a turn" in target:
                 continue  # a speed, the bench's to measure (a loaded machine is slower), not this test's
             assert f"{condition}: {target}: {'MET' if met else 'MISSED'}" in said, (condition, target)
+
+
+def test_the_readme_figures_for_each_kind_of_voice_are_the_benchs(measured):
+    # which voices whisper fails: the README's rows are the bench's, pooled by engine
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- yardstick2 voices -->", 1)[1].split("<!-- /yardstick2 voices -->", 1)[0]
+    rows = {}
+    for line in block.strip().splitlines()[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0].split(",")[0]] = cells[1:]
+    sealed = measured["sets"]["sealed"]
+    for engine, name in (("piper", "piper"), ("espeak", "espeak-ng")):
+        cells = []
+        for condition in ("spoken", "line"):
+            v = sealed[condition]["voices"][f"all {engine}"]
+            cells += [_share(v), f"{v['word_error']:.2f}"]
+        assert rows[name] == cells, engine
+    # each engine's rows pool its voices, and the voices pool to the condition's figure
+    for condition in ("spoken", "line"):
+        voices = sealed[condition]["voices"]
+        engines = [v for n, v in voices.items() if n.startswith("all ")]
+        singles = [v for n, v in voices.items() if not n.startswith("all ")]
+        for field in ("right", "total", "off_topic_accepted"):
+            assert sum(v[field] for v in engines) == sum(v[field] for v in singles)
+        assert sum(v["right"] for v in singles) == sealed[condition]["pooled"]["right"]
+        assert sum(v["off_topic_accepted"] for v in singles) == sealed[condition]["off_topic"]["accepted"]

@@ -438,6 +438,7 @@ def _bench_heard(flow: str, phrasings: Path | None, audio: Path | None, spoken: 
     table.add_row("pooled", *(_share(c["pooled"]) for c in conditions.values()))
     table.add_row("off-topic accepted", *(f"{c['off_topic']['accepted']}/{c['off_topic']['total']}" for c in conditions.values()))
     out.print(table)
+    _voices_table(f"each voice on {result['flow']}", {n: c["voices"] for n, c in conditions.items() if "voices" in c})
     for name, c in conditions.items():
         if name == "text":
             continue
@@ -481,9 +482,34 @@ def _bench_heard_yardstick(folder: Path, kind: str, spoken: bool, line, as_json:
             table.add_row(plain(flow), *cells)
         table.add_row("pooled", *[x for c in per_set.values() for x in (_share(c["pooled"]), f"{c['off_topic']['accepted']}/{c['off_topic']['total']}")])
         out.print(table)
+        _voices_table(f"each voice on the {name} phrasings",
+                      {condition: c["voices"] for condition, c in per_set.items() if "voices" in c})
         for condition, c in per_set.items():
             for target, ok in c["targets"].items():
                 print_text(f"  {name} {_CONDITIONS[condition]}: {'MET' if ok else 'MISSED'}: {target}")
+
+
+def _voices_table(title: str, by_condition: dict[str, dict]) -> None:
+    """Per voice (and engine), per heard condition: right, off-topic accepted, and the
+    word error of what was heard, so a designer sees which voices the recogniser fails."""
+    if not by_condition:
+        return
+    table = Table(title=title, title_justify="left")
+    table.add_column("voice")
+    for condition in by_condition:
+        table.add_column(_CONDITIONS[condition])
+        table.add_column("off-topic")
+        table.add_column("word error")
+    names = sorted({n for v in by_condition.values() for n in v}, key=lambda n: (n.startswith("all "), n))
+    for voice in names:
+        cells = []
+        for rows in by_condition.values():
+            v = rows.get(voice)
+            cells += (["-"] * 3 if v is None else
+                      [_share(v), f"{v['off_topic_accepted']}/{v['off_topic_total']}",
+                       "-" if v["word_error"] is None or voice == "recording" else f"{v['word_error']:.2f}"])
+        table.add_row(plain(voice), *cells)
+    out.print(table)
 
 
 def _bench_shapes(folder: Path, as_json: bool) -> None:

@@ -321,19 +321,30 @@ def load_manifest(folder: Path, intents: dict) -> list[tuple[Path, str]]:
 def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
     """The matcher on what was heard: right per intent, off-topic accepted, each miss
     with what was heard."""
+    from voices.stt import word_error_rate
+
     results: dict[str, dict] = {}
     misses: list[dict] = []
     accepted: list[dict] = []
+    voices: dict[str, dict] = {}
     for turn in turns:
         got = matcher.match(turn.heard)[0] if turn.heard.strip() else None
+        voice = voices.setdefault(turn.speaker, {"right": 0, "total": 0, "off_topic_accepted": 0, "off_topic_total": 0,
+                                                 "word_error_sum": 0.0})
+        if turn.speaker != "recording":  # a recording's words are not written down
+            voice["word_error_sum"] += min(1.0, word_error_rate(spoken_text(turn.written), turn.heard))
         if turn.intent == NONE_KEY:
+            voice["off_topic_total"] += 1
             if got is not None:
+                voice["off_topic_accepted"] += 1
                 accepted.append({"written": turn.written, "speaker": turn.speaker, "heard": turn.heard, "read_as": got})
             continue
         row = results.setdefault(turn.intent, {"right": 0, "total": 0})
         row["total"] += 1
+        voice["total"] += 1
         if got == turn.intent:
             row["right"] += 1
+            voice["right"] += 1
         else:
             misses.append({"intent": turn.intent, "written": turn.written, "speaker": turn.speaker,
                            "heard": turn.heard, "read_as": got or "unclear"})
@@ -348,7 +359,33 @@ def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
         "weakest": None if weakest is None else {"intent": weakest, **results[weakest]},
         "misses": misses,
         "off_topic_accepted": accepted,
+        "voices": {name: _voice_row(v) for name, v in sorted(voices.items())},
     }
+
+
+def _voice_row(v: dict) -> dict:
+    """One voice's figures: right of its intent turns, off-topic accepted, and how far
+    what was heard was from the words said (word error, each turn's capped at 1, as a
+    sum and a mean, so voices and flows pool)."""
+    turns = v["total"] + v["off_topic_total"]
+    return {"right": v["right"], "total": v["total"], "off_topic_accepted": v["off_topic_accepted"],
+            "off_topic_total": v["off_topic_total"], "word_error_sum": round(v["word_error_sum"], 4),
+            "word_error": round(v["word_error_sum"] / turns, 3) if turns else None}
+
+
+def pool_voices(rows: list[dict]) -> dict:
+    """Voices' figures (`read_heard`'s "voices") pooled over flows, each voice and each
+    engine of the synthetic ones ("all piper", "all espeak")."""
+    engines = {speaker.name: speaker.engine for speaker in SPEAKERS}
+    pooled: dict[str, dict] = {}
+    for row in rows:
+        for name, v in row.items():
+            for key in (name, f"all {engines[name]}") if name in engines else (name,):
+                into = pooled.setdefault(key, {"right": 0, "total": 0, "off_topic_accepted": 0, "off_topic_total": 0,
+                                               "word_error_sum": 0.0})
+                for field in into:
+                    into[field] += v[field]
+    return {name: _voice_row(v) for name, v in pooled.items()}
 
 
 def question_options(flow) -> dict:  # noqa: ANN001
@@ -365,8 +402,8 @@ def question_options(flow) -> dict:  # noqa: ANN001
     return options_for(None, context_for(flow.spec, None))
 
 
-__all__ = ["SPEAKERS", "HeardCache", "HeardTurn", "Hearer", "Speaker", "Voices", "load_manifest", "question_options",
-           "read_heard", "speakers_for", "spoken_text"]
+__all__ = ["SPEAKERS", "HeardCache", "HeardTurn", "Hearer", "Speaker", "Voices", "load_manifest", "pool_voices",
+           "question_options", "read_heard", "speakers_for", "spoken_text"]
 
 
 # the understanding issue's targets: per condition, pooled over a flow set's phrasings
@@ -488,7 +525,8 @@ def _targets(per_flow: dict[str, dict]) -> dict:
             targets[f"every intent >= {TARGET_EVERY_INTENT_TEXT:.0%}"] = worst[2] >= TARGET_EVERY_INTENT_TEXT
             ms = max(r.get("match_ms_per_turn", 0.0) for r in rows.values())
             targets["under 20 ms a turn"] = ms < 20.0
-        conditions[condition] = {"pooled": {"right": right, "total": total},
+        voices = {"voices": pool_voices([r["voices"] for r in rows.values()])} if condition != "text" else {}
+        conditions[condition] = {**voices, "pooled": {"right": right, "total": total},
                                  "off_topic": {"accepted": sum(r["off_topic"]["accepted"] for r in rows.values()),
                                                "total": sum(r["off_topic"]["total"] for r in rows.values())},
                                  "targets": targets}
