@@ -102,15 +102,18 @@ class SlotAwareJudge:
         from ladder.flow.understanding.text import answer_progress
 
         slot, partial, end_ms, partial_ms = pending
-        intent = None
+        intent, learned = None, None
         matcher = self.matcher
-        if matcher is not None and getattr(matcher, "ready", True):  # still training: the digits decide alone
+        if matcher is not None and getattr(matcher, "ready", True):  # still training: the words decide alone
+            from voices.understanding.interpret import read_words
+
             try:
-                intent = matcher.match(words)[0]
+                reading = read_words(matcher, words)
+                intent, learned = reading.intent, reading.yes_no
             except Exception:  # noqa: BLE001 - a failed build is reported where the turn is read
-                intent = None
+                intent, learned = None, None
         progress = answer_progress(slot.type, words, min_length=slot.min_length, max_length=slot.max_length,
-                                   partial=partial, answer_phrase=intent == "answer")
+                                   partial=partial, answer_phrase=intent == "answer", learned=learned, intent=intent)
         if progress == "complete":
             return Verdict("complete_value", end_ms)
         if progress == "partial":

@@ -68,6 +68,7 @@ from .spec import FlowSpec, StageSpec, Timing
 from .understanding.text import (
     digit_answer_evidence,
     hide_digit_values,
+    learned_yes_no,
     mask_digits,
     mask_number_words,
     parse_digits,
@@ -103,12 +104,6 @@ _LADDER_INTENTS = {"wait_request", "ready", "repeat_request", "backchannel", "no
 # A yes/no keeps "go ahead" and "okay": said to "shall I book it?" they are a yes.
 _NOT_A_VALUE = {"number": ("wait_request", "ready", "repeat_request", "backchannel"),
                 "yes_no": ("wait_request", "repeat_request")}
-# The intents beside which a learned yes/no reading answers (CallerUtterance.yes_no): none
-# at all, a backchannel ("uh huh" to "is it red?") or being back ("go on then"). A route,
-# a wait or anything else the reader saw is not a yes or a no.
-_YES_NO_READ_WITH = (None, "backchannel", "ready")
-
-
 @dataclass
 class ToolCallRecord:
     call: str
@@ -426,8 +421,7 @@ class FlowRuntime:
                     # "hold on, not yet" at a yes/no question is no "no"
                     continue
                 value = self._parse(slot, spec, event.text)
-                if value is None and spec.type == "yes_no" and event.yes_no is not None \
-                        and event.intent in _YES_NO_READ_WITH:
+                if value is None and spec.type == "yes_no" and learned_yes_no(None, event.yes_no, event.intent) is not None:
                     # no yes/no word in the words ("please do", "aye"): the learned reader's
                     # reading, where the intent reader saw no request in them
                     value = event.yes_no

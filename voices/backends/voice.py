@@ -618,9 +618,12 @@ class VoiceBackend:
         slot_spec, partial, end_ms, hold_ms = pending
         from ladder.flow.understanding.text import answer_progress
 
-        intent = self.matcher.match(recognition.text)[0] if self.matcher is not None else None
+        from voices.understanding.interpret import TurnReading, read_words
+
+        reading = read_words(self.matcher, recognition.text) if self.matcher is not None else TurnReading(None, 0.0, None)
         progress = answer_progress(slot_spec.type, recognition.text, min_length=slot_spec.min_length,
-                                   max_length=slot_spec.max_length, partial=partial, answer_phrase=intent == "answer")
+                                   max_length=slot_spec.max_length, partial=partial,
+                                   answer_phrase=reading.intent == "answer", learned=reading.yes_no, intent=reading.intent)
         pause_ms = self._frames_end_ms - spec.onset_ms
         if progress == "complete":
             wait = max(0.0, end_ms - pause_ms)

@@ -452,6 +452,20 @@ def replaced_partial(text: str, digits: str, partial: str, min_length: int | Non
     return None
 
 
+# The intents beside which a learned yes/no reading answers (CallerUtterance.yes_no): none
+# at all, a backchannel ("uh huh" to "is it red?") or being back ("go on then"). A route,
+# a wait or anything else the reader saw is not a yes or a no.
+YES_NO_READ_WITH = (None, "backchannel", "ready")
+
+
+def learned_yes_no(words_reading: bool | None, learned: bool | None, intent: str | None) -> bool | None:
+    """The yes or no a turn gives a yes/no question: its words' own (`parse_yes_no`),
+    else the learned reader's where the intent reader saw nothing that is not an answer."""
+    if words_reading is not None:
+        return words_reading
+    return learned if intent in YES_NO_READ_WITH else None
+
+
 def answer_progress(
     kind: str,
     text: str,
@@ -460,13 +474,16 @@ def answer_progress(
     max_length: int | None = None,
     partial: str = "",
     answer_phrase: bool = False,
+    learned: bool | None = None,
+    intent: str | None = None,
 ) -> str | None:
     """How far `text` answers a pending slot of this kind, read as the flow reads it:
     "complete" (a code of the allowed length, a clear yes or no, a number), "partial"
     (digits short of `min_length`, counting the `partial` already heard unless the
     words restart), or None (no value, or words not about the slot). For a slot-aware
     end of turn: a complete value may end the turn at the pause, a partial one keeps
-    it open."""
+    it open. `learned` and `intent`: the learned yes/no reading and the intent read, so
+    "please do" ends a yes/no turn as "yes" does, where the flow would take it."""
     if kind == "digits":
         digits = parse_digits(text)
         if digits is None or not digit_answer_evidence(text, answer_phrase):
@@ -478,7 +495,7 @@ def answer_progress(
             return None
         return "complete"
     if kind == "yes_no":
-        return "complete" if parse_yes_no(text) is not None else None
+        return "complete" if learned_yes_no(parse_yes_no(text), learned, intent) is not None else None
     if kind == "number":
         return "complete" if parse_number(text) is not None else None
     return None  # free text: nothing says it is complete
