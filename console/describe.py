@@ -69,7 +69,9 @@ def describe(record: dict, verbose: bool = False) -> str | None:
     if kind == "yes_no_read":
         value = record.get("value")
         said = ("yes" if value else "no") if isinstance(value, bool) else "a value (redacted)"
-        return f"{record.get('slot')} read as {said} by the learned yes/no reader (no yes/no word in the words)"
+        score = record.get("score")
+        by = f"the learned yes/no reader {score:.2f}" if isinstance(score, (int, float)) and score else "the learned yes/no reader"
+        return f"{record.get('slot')} read as {said} by {by} (no yes/no word in the words)"
     return f"{kind.replace('_', ' ')}: {reason}"
 
 
@@ -115,6 +117,10 @@ def how_read(record: dict) -> str:
     if matched and (matched == reason or (reason == "route" and str(matched).startswith("route:"))):
         return f" (intent {matched}{shown}{by})"
     if reason == "answer":
+        learned = record.get("yes_no_score")
+        if "yes_no" in record and isinstance(learned, (int, float)):
+            said = "yes" if record["yes_no"] else "no"
+            return f" ({said}, read by the learned yes/no reader {learned:.2f})"
         return " (a value for the pending question)"
     return f" (the matcher's nearest intent, {matched}{shown}, was not used)" if matched else ""
 

@@ -260,6 +260,8 @@ class CallerUtterance(Event):
     # unsure, or no reader): the flow takes it at a yes/no question where the words hold
     # no yes/no word of their own ("please do", "aye")
     yes_no: bool | None = None
+    # that reader's probability of its reading (0.0: no reading), for the journal and the console
+    yes_no_score: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,26 @@ def test_a_learned_reading_answers_only_where_the_words_and_the_intent_leave_roo
     assert bool(learned) == read_by_it  # the journal says what read it
 
 
+def test_what_read_the_turn_is_said_with_the_readers_probability():
+    from console.describe import describe, how_read
+
+    runtime = asked("broadband_fault")
+    effects = runtime.handle(CallerUtterance("user-1", 1, "uh huh", "backchannel", 0.99, yes_no=True,
+                                             yes_no_score=0.8312), 1000)
+    records = {e.kind: {"effect": "Trace", "kind": e.kind, "reason": e.reason, **e.detail}
+               for e in effects if getattr(e, "kind", None) in ("yes_no_read", "utterance")}
+    assert records["yes_no_read"]["score"] == 0.831
+    assert describe(records["yes_no_read"]) == "router_red read as yes by the learned yes/no reader 0.83 (no yes/no word in the words)"
+    assert how_read(records["utterance"]) == " (yes, read by the learned yes/no reader 0.83)"
+    # a yes in the words: the words read it, and the record says no more than that
+    runtime = asked("broadband_fault")
+    effects = runtime.handle(CallerUtterance("user-1", 1, "yes it is", "backchannel", 0.99, yes_no=True,
+                                             yes_no_score=0.9), 1000)
+    utterance = next(e for e in effects if getattr(e, "kind", None) == "utterance")
+    assert "yes_no_score" not in utterance.detail
+    assert how_read({"kind": "utterance", "reason": utterance.reason, **utterance.detail}) == " (a value for the pending question)"
+
+
 def test_a_reading_at_a_question_that_is_not_a_yes_no_fills_nothing():
     runtime = asked("table_booking")
     runtime.handle(CallerUtterance("user-1", 1, "please do", None, 0.3, yes_no=True), 1000)

@@ -364,7 +364,11 @@ class FlowRuntime:
     # -- caller turns ---------------------------------------------------------------
 
     def _on_utterance(self, event: CallerUtterance) -> None:
+        before = len(self._effects)
         intent, value, route, fills = self._interpret(event)
+        # a value the learned yes/no reader gave (its yes_no_read trace): the turn's
+        # record says so, with its probability, where the console says what read the turn
+        learned = any(getattr(e, "kind", None) == "yes_no_read" for e in self._effects[before:])
         self._trace(
             "utterance",
             f"no_usable_input:{event.reason}" if event.reason else intent,
@@ -373,6 +377,7 @@ class FlowRuntime:
             score=event.score,
             ladder_intent=intent,
             **({"reader": event.reader} if event.reader else {}),
+            **({"yes_no": event.yes_no, "yes_no_score": round(event.yes_no_score, 3)} if learned else {}),
         )
         effects = self._to_ladder(
             TurnInterpreted(event.turn, event.seq, intent, value=value, route=route),  # type: ignore[arg-type]
@@ -425,7 +430,8 @@ class FlowRuntime:
                     # no yes/no word in the words ("please do", "aye"): the learned reader's
                     # reading, where the intent reader saw no request in them
                     value = event.yes_no
-                    self._trace("yes_no_read", "learned", turn=event.turn, slot=slot, value=value)
+                    self._trace("yes_no_read", "learned", turn=event.turn, slot=slot, value=value,
+                                score=round(event.yes_no_score, 3))
                 if value is None:
                     continue
                 self._remember_secret(slot, value, event.turn, fragment=True)

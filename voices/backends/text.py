@@ -194,4 +194,4 @@ class TypedTurns:
         self._feed(TurnStarted(turn, seq))
         self._feed(TurnEnded(turn, seq))
         self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
-                                   yes_no=reading.yes_no))
+                                   yes_no=reading.yes_no, yes_no_score=reading.yes_no_score))

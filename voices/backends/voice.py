@@ -823,7 +823,7 @@ class VoiceBackend:
         self._answering = latency
         try:
             self._feed(CallerUtterance(turn, seq, text, intent, reading.score, recognition.reason, reading.reader,
-                                       reading.yes_no))
+                                       reading.yes_no, reading.yes_no_score))
         finally:
             answered, self._answering = self._answering is None, None
         latency.decision = self.session.now_ms()

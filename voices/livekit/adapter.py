@@ -573,7 +573,7 @@ class LullLadder:
             self.room.learn_caller(level)
         self.on_line("caller", text)
         self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
-                                   yes_no=reading.yes_no))
+                                   yes_no=reading.yes_no, yes_no_score=reading.yes_no_score))
 
     # -- the model's reading of the caller (W8) -----------------------------------------
 

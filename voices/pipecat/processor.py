@@ -555,7 +555,7 @@ class LullProcessor(FrameProcessor):
         reading = await self._reading(text)
         self.on_line("caller", text)
         await self._feed(CallerUtterance(turn, seq, text, reading.intent, reading.score, reader=reading.reader,
-                                         yes_no=reading.yes_no))
+                                         yes_no=reading.yes_no, yes_no_score=reading.yes_no_score))
 
     # -- flow mode: the live session's edge (sessions.live.Backend) ----------------------
 

@@ -304,13 +304,15 @@ class TurnReading:
     score: float
     reader: str | None  # None: no words to read
     yes_no: bool | None = None
+    yes_no_score: float = 0.0  # the yes/no reader's probability of its reading
 
 
 def read_words(matcher, text: str) -> TurnReading:  # noqa: ANN001
     """`read_turn` and `read_yes_no` together: one trip off an event loop, not two (the
     yes/no reading is a dot product on the features the intent reading just made)."""
     intent, score, reader = read_turn(matcher, text)
-    return TurnReading(intent, score, reader, read_yes_no(matcher, text)[0])
+    yes_no, yes_no_score = read_yes_no(matcher, text)
+    return TurnReading(intent, score, reader, yes_no, yes_no_score if yes_no is not None else 0.0)
 
 
 _builds_lock = threading.Lock()
