@@ -54,11 +54,7 @@ def test_the_words_so_far_against_the_pending_code():
 def test_a_yes_without_a_yes_word_ends_the_turn_as_a_yes_does_where_the_flow_would_take_it():
     # the learned yes/no reader's reading ends a yes/no turn at the pause, as "yes"
     # does, beside the intents the flow takes it with (text.YES_NO_READ_WITH) only
-    import json
-    from pathlib import Path
-
-    from ladder.flow.compile import compile_flow
-    from ladder.flow.spec import FlowSpec
+    from test_requests_are_not_values import asked
 
     class Reader:  # the classifier's surface: explain (intent, score, reader) and yes_no
         def __init__(self, intent, yes_no):
@@ -73,14 +69,7 @@ def test_a_yes_without_a_yes_word_ends_the_turn_as_a_yes_does_where_the_flow_wou
         def yes_no(self, text):
             return self.reading, 0.9
 
-    path = Path(__file__).parent / "flows" / "yardstick2" / "broadband_fault.json"
-    rt = FlowRuntime(compile_flow(FlowSpec.model_validate(json.loads(path.read_text()))))
-    now, effects = 0.0, rt.handle(StartCall(), 0.0)
-    while prompts := [e for e in effects if isinstance(e, RequestPrompt)]:
-        effects = []
-        for prompt in prompts:
-            now += 1000
-            effects += rt.handle(PlaybackCompleted(prompt.token), now)
+    rt = asked("broadband_fault")
     assert rt.flow.spec.slots[rt.flow.stage(rt.asking[1]).collect[0]].type == "yes_no"
     ends = Verdict("complete_value", 250.0)
     assert SlotAwareJudge(lambda: rt, Reader(None, True), hold_ms=700).verdict("please do") == ends
