@@ -104,6 +104,8 @@ _LADDER_INTENTS = {"wait_request", "ready", "repeat_request", "backchannel", "no
 # A yes/no keeps "go ahead" and "okay": said to "shall I book it?" they are a yes.
 _NOT_A_VALUE = {"number": ("wait_request", "ready", "repeat_request", "backchannel"),
                 "yes_no": ("wait_request", "repeat_request")}
+
+
 @dataclass
 class ToolCallRecord:
     call: str

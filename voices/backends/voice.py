@@ -617,7 +617,6 @@ class VoiceBackend:
             return
         slot_spec, partial, end_ms, hold_ms = pending
         from ladder.flow.understanding.text import answer_progress
-
         from voices.understanding.interpret import TurnReading, read_words
 
         reading = read_words(self.matcher, recognition.text) if self.matcher is not None else TurnReading(None, 0.0, None)
