@@ -106,3 +106,23 @@ def test_a_designers_flow_with_8_examples_an_intent_meets_the_targets_on_its_hel
     assert all(r["right"] >= 0.75 * r["total"] for r in result["intents"].values()), result["intents"]
     assert result["off_topic"]["accepted"] <= 2, result["off_topic_accepted"]
     assert all(len(json.loads((FLOWS / f"{name}.json").read_text())["intents"][k]) <= 8 for k in result["intents"])
+
+
+def test_the_readme_figures_for_the_flow_written_here_are_the_benchs():
+    # gym_freeze: a flow of the team's, its sealed set a helper's; what whisper heard of
+    # each phrasing is kept (phrasings/heard/), so this reads and hears nothing
+    from voices.line.pstn import LineSettings
+    from voices.understanding.heard_phrasings import heard_bench
+
+    result = heard_bench(str(FLOWS / "gym_freeze.json"), phrasings=FLOWS / "phrasings" / "gym_freeze.json",
+                         spoken=True, line=LineSettings(), cache_path=FLOWS / "phrasings" / "heard" / "gym_freeze.json",
+                         cached_only=True)
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("<!-- gym_freeze -->", 1)[1].split("<!-- /gym_freeze -->", 1)[0]
+    rows = {cells[0]: cells[1:] for line in block.strip().splitlines()[2:]
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+    for name, condition in (("as text", "text"), ("spoken", "spoken"), ("down the line", "line")):
+        c = result["conditions"][condition]
+        right, total = c["pooled"]["right"], c["pooled"]["total"]
+        assert rows[name] == [f"{right}/{total} ({100 * right / total:.0f} %)",
+                              f"{c['off_topic']['accepted']}/{c['off_topic']['total']}"], name
