@@ -202,6 +202,9 @@ def describe_turn_latency(record: dict) -> str:
 # -- the console's "why": the rule behind a ladder move, in plain words ---------------
 
 RULES = {
+    "yes_no_read": "At a yes/no question the caller's words held no yes or no of their own, and the intent reader "
+    "saw in them no intent, a backchannel or being back: the learned yes/no reader's reading, at or above its "
+    "threshold, answers the question (the turn's probability beside it; LULL_YES_NO_READER=0 leaves it out).",
     "stage_advanced": {
         "no_input": "The listening window expired with no caller speech, so the ladder moved one stage on (L4). "
         "Its prompt is requested now; the next window arms from that prompt's completion (L5).",

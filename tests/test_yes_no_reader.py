@@ -36,7 +36,7 @@ def test_a_learned_reading_answers_only_where_the_words_and_the_intent_leave_roo
 
 
 def test_what_read_the_turn_is_said_with_the_readers_probability():
-    from console.describe import describe, how_read
+    from console.describe import describe, explain, how_read
 
     runtime = asked("broadband_fault")
     effects = runtime.handle(CallerUtterance("user-1", 1, "uh huh", "backchannel", 0.99, yes_no=True,
@@ -46,6 +46,7 @@ def test_what_read_the_turn_is_said_with_the_readers_probability():
     assert records["yes_no_read"]["score"] == 0.831
     assert describe(records["yes_no_read"]) == "router_red read as yes by the learned yes/no reader 0.83 (no yes/no word in the words)"
     assert how_read(records["utterance"]) == " (yes, read by the learned yes/no reader 0.83)"
+    assert "learned yes/no reader" in explain(records["yes_no_read"])  # the why panel's rule
     # a yes in the words: the words read it, and the record says no more than that
     runtime = asked("broadband_fault")
     effects = runtime.handle(CallerUtterance("user-1", 1, "yes it is", "backchannel", 0.99, yes_no=True,
