@@ -198,14 +198,17 @@ class MiniLMEncoder:
         # depends on what was embedded with what (which process, which order) and can
         # read a turn at its threshold one way or the other. Unpadded, a text's vector is
         # the same alone or in any batch.
+        encodings = self.tokenizer.encode_batch(list(texts))
         by_length: dict[int, list[int]] = {}
-        for i, encoding in enumerate(self.tokenizer.encode_batch(list(texts))):
+        for i, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(i)
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         for _, group in sorted(by_length.items()):
             for start in range(0, len(group), batch_size):
                 rows = group[start : start + batch_size]
-                ids, mask = self.tokenize([texts[i] for i in rows])
+                # one length a batch: the ids stack as they are, every token attended
+                ids = np.array([encodings[i].ids for i in rows], dtype=np.int64)
+                mask = np.ones(ids.shape, dtype=np.float32)
                 hidden = self._forward(ids, mask)
                 pooled = (hidden * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
                 norms = np.linalg.norm(pooled, axis=1, keepdims=True)
