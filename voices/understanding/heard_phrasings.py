@@ -327,6 +327,9 @@ def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
     misses: list[dict] = []
     accepted: list[dict] = []
     voices: dict[str, dict] = {}
+    prime = getattr(matcher, "prime", None)  # the classifier featurises the turns in one batch
+    if prime is not None:
+        prime([turn.heard for turn in turns])
     for turn in turns:
         got = matcher.match(turn.heard)[0] if turn.heard.strip() else None
         voice = voices.setdefault(turn.speaker, {"right": 0, "total": 0, "off_topic_accepted": 0, "off_topic_total": 0,

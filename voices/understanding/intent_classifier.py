@@ -489,6 +489,7 @@ class ClassifierMatcher:
         self.featurise = featuriser
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
+        self._primed: dict[str, np.ndarray] = {}  # a bench's turns, featurised together (prime)
         # words that name what a route offers: they decide where the classifier is unsure
         self.route_cues: dict[str, frozenset[str]] = dict(getattr(intents, "route_cues", {}) or {})
         self.chosen_by_words: frozenset[str] = getattr(intents, "chosen_by_words", frozenset())
@@ -524,7 +525,21 @@ class ClassifierMatcher:
     # about 20 kB)
     _RECENT = 64
 
+    def prime(self, texts: Sequence[str]) -> None:
+        """Featurise many turns at once, kept until the matcher goes: a bench reads
+        thousands. One batched pass (the same vectors: the encoder batches without
+        padding), and the vectors kept on disk with the training texts', so a rerun, or
+        another bench on the same turns, only reads."""
+        said = [s for s in dict.fromkeys(normalise(t) for t in texts) if s and s not in self._primed]
+        if said:
+            rows = self.featurise.raw(said, stored=True)
+            with self._recent_lock:
+                self._primed.update({s: rows[i : i + 1] for i, s in enumerate(said)})
+
     def _features(self, said: str) -> np.ndarray:
+        primed = self._primed.get(said)
+        if primed is not None:
+            return primed
         with self._recent_lock:
             row = self._recent.get(said)
             if row is not None:
