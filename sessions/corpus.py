@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .archive import is_archive, members
+from .archive import FLOWS, is_archive, members
 from .journal import JOURNAL_FILENAME, Unread
 
 Part = TypeVar("Part")
@@ -71,6 +71,22 @@ def corpus_units(roots: Iterable[Path]) -> Iterator[Path]:
                 yield path
             elif entry.is_file() and is_archive(path):
                 yield path
+
+
+def folders_without_journal(roots: Iterable[Path]) -> list[str]:
+    """The folders directly inside a folder of sessions that hold no journal.jsonl (the
+    flows an archive corpus keeps apart): not read, since a journal is what a session
+    is, but named, because a session whose journal was deleted or never written looks
+    just like this."""
+    found: list[str] = []
+    for root in roots:
+        root = Path(root)
+        if is_archive(root) or (root / JOURNAL_FILENAME).exists() or not root.is_dir():
+            continue
+        for entry in os.scandir(root):
+            if entry.is_dir() and entry.name != FLOWS and not os.path.exists(os.path.join(entry.path, JOURNAL_FILENAME)):
+                found.append(str(Path(entry.path)))
+    return sorted(found, key=_in_number_order)
 
 
 def _batches(units: Iterator[Path]) -> Iterator[list[Path]]:
@@ -283,4 +299,4 @@ def _in_number_order(name: str) -> list:
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
-__all__ = ["CorpusError", "corpus_units", "map_sessions", "named", "read_batch", "session_folders", "verdict"]
+__all__ = ["CorpusError", "corpus_units", "folders_without_journal", "map_sessions", "named", "read_batch", "session_folders", "verdict"]

@@ -197,3 +197,23 @@ def test_a_stored_flow_that_is_another_flows_is_not_called_missing(corpora, tmp_
     data = json.loads(_run("timing", wrong, "--json").stdout)
     assert data["sessions"] == 0 and data["unreadable"]
     assert all("no stored flow matches" in e["reason"] and "holds another flow" in e["reason"] for e in data["unreadable"])
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_folder_with_no_journal_is_named_not_skipped_in_silence(corpora, command, tmp_path):
+    """A session folder whose journal is gone (and any other folder but an archive
+    corpus's stored flows) is named on the terminal, beside --json on stderr; the verdict
+    on the journals there is unchanged."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(corpora["whole"], corpus)
+    (corpus / "call-0000002" / "journal.jsonl").unlink()
+    (corpus / GARBAGE).mkdir()
+    result = _run(command, corpus)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "2 folder(s) hold no journal.jsonl" in flat and f"{corpus / 'call-0000002'}" in flat
+    assert GARBAGE in flat and "flows" not in flat.split("hold no journal.jsonl", 1)[1]
+    as_json = _run(command, corpus, "--json")
+    data = json.loads(as_json.stdout)
+    assert data["verdict"] == {"sessions": 15, "of": 15, "of_at_least": False, "whole": True}
+    assert "hold no journal.jsonl" in as_json.stderr and "call-0000002" in as_json.stderr

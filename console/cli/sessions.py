@@ -21,7 +21,14 @@ from sessions.flowfiles import (
 )
 
 from ._app import Progress, app, check_new_file, err, fail, out, plain, print_text, write_new_file
-from .verdicts import NOTHING_TO_READ, PARTIAL, exit_if_partial, print_left_out, print_verdict_line
+from .verdicts import (
+    NOTHING_TO_READ,
+    PARTIAL,
+    exit_if_partial,
+    print_folders_without_journal,
+    print_left_out,
+    print_verdict_line,
+)
 
 sessions_app = typer.Typer(help="Recorded sessions: list, show, step, replay, report, export.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
@@ -257,10 +264,12 @@ def _replay_summary(folders: list[Path], flow_ref: str | None, flow, policy_path
         fail(_no_corpus(folders), code=NOTHING_TO_READ)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
+        print_folders_without_journal(folders, err)
         print_whatif_left_out(data, console=err)  # stdout stays JSON; the terminal still says why
     else:
         after = " and ".join(x for x in (flow_ref and f"flow {flow_ref}", policy_path and f"policy {policy_path}") if x)
         print_whatif(data, "as recorded", after or "the recorded flow, replayed (every change should be 0)")
+        print_folders_without_journal(folders)
     exit_if_partial(data["verdict"])
 
 
@@ -358,10 +367,12 @@ def _no_corpus(paths: list[Path]) -> str:
             "(a session folder holds journal.jsonl; an archive is *.jsonl.gz or *.jsonl.zst)")
 
 
-def _say_what_is_left_out(data: dict, machine: bool) -> None:
-    """The journals a verdict does not wholly cover, each with why, and what it stands on.
-    Beside JSON or CSV on stderr: stdout stays data, and the terminal still says why."""
+def _say_what_is_left_out(data: dict, machine: bool, roots: list[Path]) -> None:
+    """The journals a verdict does not wholly cover, each with why, and what it stands on;
+    folders that hold no journal. Beside JSON or CSV on stderr: stdout stays data, and the
+    terminal still says why."""
     console = err if machine else None
+    print_folders_without_journal(roots, console)
     print_left_out("journal(s)", "not read, not counted", data["unreadable"], console)
     print_left_out("journal(s)", "read only up to their damage (lines skipped or records missing), counted up to it",
                    data["read_in_part"], console)
@@ -413,7 +424,7 @@ def sessions_coverage(
         typer.echo(json.dumps(data, indent=2))
     else:
         _print_coverage(data, result)
-    _say_what_is_left_out(data, machine=as_json)
+    _say_what_is_left_out(data, machine=as_json, roots=folders)
     exit_if_partial(data["verdict"])
 
 
@@ -476,7 +487,7 @@ def sessions_report(
         writer.writerows(metrics.rows())
     elif metrics.sessions:
         _print_metrics(metrics)
-    _say_what_is_left_out(data, machine=as_json or as_csv)
+    _say_what_is_left_out(data, machine=as_json or as_csv, roots=[path])
     exit_if_partial(data["verdict"])
 
 
@@ -558,7 +569,7 @@ def sessions_timing(
     if data["other_flow"] and not as_json:
         print_text((f"{len(data['other_flow'])} journal(s) of another flow, not counted: {', '.join(data['other_flow'][:10])}", "yellow"),
                    console=err if as_csv else None)
-    _say_what_is_left_out(data, machine=as_json or as_csv)
+    _say_what_is_left_out(data, machine=as_json or as_csv, roots=folders)
     exit_if_partial(data["verdict"])
 
 

@@ -13,9 +13,14 @@ damage, with why (which journal, what was wrong), and exits with the same status
 The JSON of each carries the same: "verdict" ({"sessions", "of", "of_at_least",
 "whole"}) and each journal left out as {"journal", "reason"} ("rest_of_archive": true
 when it stands for however many journals an archive held past its damage).
+
+A folder in the corpus that holds no journal is not a session to read, but it is named
+(a session whose journal was deleted looks just like it); it does not change the status.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -53,6 +58,19 @@ def print_left_out(noun: str, what: str, entries: list[dict], console: Console |
     if len(by_reason) > REASONS_SHOWN:
         print_text(f"  ... and {len(by_reason) - REASONS_SHOWN} more reason(s) (--json names every journal and why)",
                    console=console)
+
+
+def print_folders_without_journal(roots: list[Path], console: Console | None = None) -> None:
+    """Folders in the corpus that hold no journal, named: skipped, not silently."""
+    from sessions.corpus import folders_without_journal
+
+    bare = folders_without_journal(roots)
+    if not bare:
+        return
+    more = f" and {len(bare) - NAMES_A_REASON} more" if len(bare) > NAMES_A_REASON else ""
+    print_text((f"{len(bare)} folder(s) hold no journal.jsonl, not read as sessions (a session whose journal "
+                "was lost, or not a session):", "yellow"), console=console)
+    print_text(f"  {', '.join(bare[:NAMES_A_REASON])}{more}", console=console)
 
 
 def print_verdict_line(verdict: dict, console: Console | None = None, none_could: str = "could be read") -> None:
