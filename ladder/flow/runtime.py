@@ -428,12 +428,13 @@ class FlowRuntime:
                     # "hold on, not yet" at a yes/no question is no "no"
                     continue
                 value = self._parse(slot, spec, event.text)
-                if value is None and spec.type == "yes_no" and learned_yes_no(None, event.yes_no, event.intent) is not None:
+                if value is None and spec.type == "yes_no":
                     # no yes/no word in the words ("please do", "aye"): the learned reader's
                     # reading, where the intent reader saw no request in them
-                    value = event.yes_no
-                    self._trace("yes_no_read", "learned", turn=event.turn, slot=slot, value=value,
-                                score=round(event.yes_no_score, 3))
+                    value = learned_yes_no(None, event.yes_no, event.intent)
+                    if value is not None:
+                        self._trace("yes_no_read", "learned", turn=event.turn, slot=slot, value=value,
+                                    score=round(event.yes_no_score, 3))
                 if value is None:
                     continue
                 self._remember_secret(slot, value, event.turn, fragment=True)
