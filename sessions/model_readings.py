@@ -44,16 +44,38 @@ from .replay import OBSERVATION, session_record_problem
 MODEL_READING = "model_reading"
 MODEL_DECISIONS = ("wait_request", "ready", "answer", "cut_off")
 LULL_READINGS = ("wait_request", "ready", "repeat_request", "backchannel", "answer")
-VIA = ("pipecat_marker", "livekit_tool")
+VIA = ("pipecat_marker", "livekit_tool", "livekit_reply")
 OTHER = "other"  # a value outside the vocabulary: counted, never echoed
 _UNSET = object()
+
+# What each way of deciding can say. Pipecat's markers say only complete, cut off or
+# needs time: a caller back from a wait, asking again or saying "mm-hm" is a complete
+# turn to them, so the model marking it complete does not contradict Lull's "ready". A
+# LiveKit model has a tool for the caller being back, none for asking again or a
+# backchannel. Beyond its vocabulary a model's "answer" is not compared with Lull's
+# reading, nor exported as the words' label.
+SAYABLE = {
+    "pipecat_marker": frozenset({"answer", "wait_request"}),
+    "livekit_tool": frozenset({"answer", "wait_request", "ready"}),
+    "livekit_reply": frozenset({"answer", "wait_request", "ready"}),
+}
 
 # why a reading is not comparable (agree null), by what the record says
 NOT_COMPARABLE = {
     "cut_off": "the model said the caller was cut off (Lull has no such reading)",
     "no_lull_reading": "Lull had no words to read",
+    "unsayable": "Lull's reading is beyond what the model can say",
     "other": "not comparable for another reason",
 }
+
+
+def comparable(model: str, lull: str | None, via: str) -> bool:
+    """Can the two readings be compared: Lull read the words, the model did not say the
+    caller was cut off, and where the model took the turn as complete ("answer"), Lull's
+    reading is one the model's way of deciding could have said instead."""
+    if model == "cut_off" or lull is None:
+        return False
+    return model != "answer" or lull in SAYABLE.get(via, frozenset(LULL_READINGS))
 
 # what each model decision teaches the ladder's matcher: a complete turn is none of the
 # ladder's meanings, so for its intents it is off-topic ("none", voices.understanding.phrasing_bench's
@@ -77,7 +99,9 @@ class Reading:
     def why_not_comparable(self) -> str:
         if self.model == "cut_off":
             return "cut_off"
-        return "no_lull_reading" if self.lull is None else "other"
+        if self.lull is None:
+            return "no_lull_reading"
+        return "unsayable" if not comparable(self.model, self.lull, self.via) else "other"
 
 
 def is_model_reading(record: dict) -> bool:
@@ -100,10 +124,13 @@ def read_reading(record: dict) -> Reading | None:
         return None
     if lull is not None and lull not in LULL_READINGS:
         lull = OTHER
-    if agree is _UNSET:  # not written: what the adapters write, worked out the same way
-        agree = None if model == "cut_off" or lull is None else model == lull
     via = record.get("via")
-    return Reading(model, lull, agree, stale, via if via in VIA else OTHER, words or "")
+    via = via if via in VIA else OTHER
+    if agree is _UNSET or not comparable(model, lull, via):
+        # not written, or written before the model's vocabulary was taken into account:
+        # worked out as the adapters work it out
+        agree = model == lull if comparable(model, lull, via) else None
+    return Reading(model, lull, agree, stale, via, words or "")
 
 
 @dataclass
@@ -247,6 +274,11 @@ class Phrasings:
         if intent is None:
             self.left_out[found.model] += 1
             return
+        if found.lull is not None and not comparable(found.model, found.lull, found.via):
+            # a complete turn Lull read as the caller back or asking again: the model's
+            # marker does not say it is none of the ladder's meanings
+            self.left_out["unsayable"] += 1
+            return
         if not key:
             self.left_out["no_words"] += 1
             return
@@ -274,7 +306,7 @@ class PhrasingExport:
 
     file: dict[str, list[str]]  # intent -> phrases, in EXPORT_AS's order, the most heard first
     turns: Counter  # intent -> turns behind its phrases
-    left_out: Counter  # why -> turns: cut_off, no_words, stale, two_ways
+    left_out: Counter  # why -> turns: cut_off, unsayable, no_words, stale, two_ways, outvoted
     two_ways: int  # phrases the model read more than one way, under the agreement asked for
 
     @property

@@ -135,7 +135,7 @@ EXPECTED = {
         {"model": R, "lull": A, "turns": 1},
         {"model": W, "lull": "backchannel", "turns": 1},
     ],
-    "not_comparable": {"cut_off": 1, "no_lull_reading": 1, "other": 0},
+    "not_comparable": {"cut_off": 1, "no_lull_reading": 1, "unsayable": 0, "other": 0},
     "stale": 1,
     "via": {"livekit_tool": 6, "pipecat_marker": 8},
     "unusable": 1,
@@ -247,9 +247,10 @@ WITH_STALE = {**EXPORTED, W: ["HOLD ON a sec, let me find it", "wait I need to f
 
 
 def test_words_read_mostly_one_way_are_kept_under_a_lower_agreement(tmp_path):
+    # LiveKit's model can say the caller is back (a tool): its reply instead is a reading
     turns = [("okay", R, R, True, False), ("okay", R, R, True, False), ("okay", A, R, False, False)]
-    with JournalWriter.create(tmp_path / "e", _header("pipecat")) as writer:
-        write_call(writer, "pipecat", turns)
+    with JournalWriter.create(tmp_path / "e", _header("livekit")) as writer:
+        write_call(writer, "livekit", turns)
     part = corpus_phrasings([tmp_path], workers=1)
     assert phrasing_file(part).file == {}
     mostly = phrasing_file(part, min_agreement=0.6)
@@ -326,3 +327,32 @@ def test_beside_an_llm_words_that_are_mostly_digits_answer_whatever_the_reader_m
     assert lull_meaning("wait_request", "one moment") == "wait_request"
     assert lull_meaning("ready", "okay I'm back") == "ready"
     assert lull_meaning(None, "the blue one") == "answer"
+
+
+def test_a_complete_turn_lull_reads_as_the_caller_back_is_no_disagreement_on_pipecat_markers(tmp_path):
+    """Pipecat's markers say complete, cut off or needs time: a caller back from a wait
+    ("okay I'm back", marked complete, the LLM replying) or asking again is a complete
+    turn to them. Not a disagreement with Lull's "ready", and not exported as off-topic;
+    agreement as the adapters journal it, and as the reader works it out of an older
+    journal that said "agree": false."""
+    from voices.understanding.model_reading import ModelDecision, observation
+
+    marked = observation(ModelDecision("user-1", 1, A, "pipecat_marker", "●"), (R, 0.9), "okay I'm back", False)
+    assert marked["agree"] is None
+    asked = observation(ModelDecision("user-2", 2, A, "pipecat_marker", "●"), ("repeat_request", 0.9), "say again", False)
+    assert asked["agree"] is None
+    held = observation(ModelDecision("user-3", 3, W, "pipecat_marker", "○"), (R, 0.9), "okay I'm back", False)
+    assert held["agree"] is False  # needs time against the caller back: the markers can say that
+    on_livekit = observation(ModelDecision("user-4", 4, A, "livekit_reply"), (R, 0.9), "okay I'm back", False)
+    assert on_livekit["agree"] is False  # LiveKit's model had a tool for it
+
+    turns = [("okay I'm back", A, R, False, False), ("say that again", A, "repeat_request", False, False),
+             ("it's 0123", A, A, True, False), ("hold on", W, W, True, False)]
+    with JournalWriter.create(tmp_path / "p", _header("pipecat")) as writer:
+        write_call(writer, "pipecat", turns)
+    readings = folder_metrics(tmp_path, workers=1).model_readings.to_dict()
+    assert (readings["agreed"], readings["disagreed"], readings["comparable"]) == (2, 0, 2)
+    assert readings["not_comparable"]["unsayable"] == 2 and readings["disagreements"] == []
+    export = phrasing_file(corpus_phrasings([tmp_path], workers=1))
+    assert export.file == {W: ["hold on"], NONE_KEY: ["it's 0123"]}
+    assert export.left_out["unsayable"] == 2

@@ -645,8 +645,10 @@ def sessions_phrasings(
     the model's reading of each caller turn (`model_reading`). The model's "needs time"
     becomes wait_request, "the caller is back" ready, and a complete turn goes under
     "none": it is none of the ladder's intents, so a matcher that reads one in it is
-    wrong. Turns the model said were cut off teach no intent and are left out, as are
-    stale decisions (unless --include-stale). Each phrase once, masked as the journal
+    wrong. Not where Lull read the caller back, asking again or a backchannel and the
+    model could not have said so (Pipecat's markers have no "the caller is back"): those
+    are left out. Turns the model said were cut off teach no intent and are left out, as
+    are stale decisions (unless --include-stale). Each phrase once, masked as the journal
     holds it. What was read and left out is said on stderr.
 
     Exit status: 0 the whole corpus read; 1 nothing to read or nothing to export; 2
@@ -700,6 +702,8 @@ def _phrasings_summary(part, export, min_agreement: float) -> list[str]:
         "stale": f"{left['stale']} stale turn(s): decided after the caller's next turn began, not acted on "
                  "(--include-stale keeps them)",
         "no_words": f"{left['no_words']} turn(s) with no words",
+        "unsayable": f"{left['unsayable']} complete turn(s) Lull read as the caller back, asking again or a backchannel: "
+                     "the model's decisions cannot say those, so its label is not theirs",
         "two_ways": f"{left['two_ways']} turn(s) of {export.two_ways} phrase(s) the model read more than one way, "
                     f"no one intent having --min-agreement {min_agreement:g} of them",
         "outvoted": f"{left['outvoted']} turn(s) outvoted: words kept under the intent most of their turns had",

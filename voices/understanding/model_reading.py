@@ -22,6 +22,7 @@ from typing import Literal
 
 from ladder.events import Event, TurnEnded, TurnInterpreted
 from ladder.flow.understanding.text import digit_answer_evidence
+from sessions.model_readings import comparable
 
 # what the model decided, in Lull's words
 ModelMeaning = Literal["answer", "cut_off", "wait_request", "ready"]
@@ -83,17 +84,18 @@ def core_events(decision: ModelDecision, words: str, turn_ended: bool) -> list[E
 def observation(decision: ModelDecision, lull_reading: tuple[str | None, float] | None,
                 words: str, stale: bool) -> dict:
     """The journal's `model_reading` record: both readings of the turn, and whether they
-    agree (None where Lull has no such reading: a turn cut off, or no words to read).
+    agree (None where they cannot be compared: a turn cut off, no words to read, or a
+    reading the model's way of deciding cannot say: sessions.model_readings.SAYABLE).
     `lull_reading`: Lull's reader's (intent or None, score), None with no words."""
     lull = None if lull_reading is None else lull_meaning(lull_reading[0], words)
     lull_score = None if lull_reading is None else lull_reading[1]
-    comparable = lull is not None and decision.meaning != "cut_off"
+    compared = comparable(decision.meaning, lull, decision.via)
     return {
         "turn": decision.turn, "turn_seq": decision.seq, "via": decision.via,
         **({"marker": decision.marker} if decision.marker is not None else {}),
         "model": decision.meaning, "lull": lull,
         "lull_score": None if lull_score is None else round(float(lull_score), 3),
-        "agree": (decision.meaning == lull) if comparable else None,
+        "agree": (decision.meaning == lull) if compared else None,
         "stale": stale, "words": words,
     }
 
