@@ -440,6 +440,21 @@ def test_timer_names_and_origins_are_never_cut_mid_word():
     lines = console.export_text().splitlines()
     assert lines[0].startswith("playback_estimate gen 4 4s")
     assert "estimate from start" in " ".join(" ".join(line.split()) for line in lines)
+    # the timer lane at 80x24 is 35 cells wide: the origin's column would have six, so
+    # the origin goes on a line of its own, whole
+    from console.widgets.lanes import timer_table
+
+    two = {**snapshot["timers"], "deadline": {"due": 150000, "generation": 2, "origin": "episode_start"}}
+    rows, _ = timer_lines({"timers": two}, 5000, [])
+    for width in (35, 30):
+        narrow = Console(width=width, record=True)
+        narrow.print(timer_table(rows, width))
+        text = narrow.export_text().splitlines()
+        assert [line.split() for line in text] == [["playback_estimate", "gen", "4", "4s"], ["estimate", "from", "start"],
+                                                   ["deadline", "gen", "2", "145s"], ["from", "episode", "start"]], text
+    wide = Console(width=80, record=True)
+    wide.print(timer_table(rows, 80))
+    assert wide.export_text().splitlines()[0].split() == ["playback_estimate", "gen", "4", "4s", "estimate", "from", "start"]
 
 
 @run_async

@@ -60,10 +60,39 @@ def timer_lines(snapshot: dict, now: float, rejected: list[dict], ended: bool = 
     return rows, rejects
 
 
+ORIGIN_INDENT = 3  # an origin on a line of its own starts under the timer's name
+
+
+def timer_table(rows: list[tuple], width: int | None):
+    """The armed timers: the origin beside each where its longest word fits the width,
+    else on an indented line of its own (at 80x24 the origin column had six cells, and
+    "estimate" was cut into "estima"/"te")."""
+    ids = [max(len(str(row[i])) for row in rows) for i in range(3)]
+    longest_word = max(len(word) for row in rows for word in row[3].split())
+    if width and sum(ids) + 3 + longest_word > width:
+        text = Text()
+        for n, (kind, gen, when, origin, estimated) in enumerate(rows):
+            style = "yellow" if estimated else ""
+            if n:
+                text.append("\n")
+            text.append(kind.ljust(ids[0]), style=style)
+            text.append(f" {gen.ljust(ids[1])} ")
+            text.append(when, style="bold")
+            text.append("\n" + " " * ORIGIN_INDENT)
+            text.append(origin, style=style)
+        return text
+    table = _grid("timer", "gen", "left", "origin", wrap="origin")
+    for kind, gen, when, origin, estimated in rows:
+        style = "yellow" if estimated else ""
+        table.add_row(Text(kind, style=style), gen, Text(when, style="bold"), Text(origin, style=style))
+    return table
+
+
 class TimerLane(Panel):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rejected: list[dict] = []
+        self._last: tuple | None = None
 
     def note(self, record: dict) -> None:
         if record.get("effect") == "Trace" and record.get("kind") in ("stale_rejected", "rejected"):
@@ -72,8 +101,10 @@ class TimerLane(Panel):
     def show(self, snapshot: dict, now: float, ended: bool = False) -> None:
         """`ended`: the run is over, so timers still armed are shown with their due time,
         not a countdown that would never reach zero."""
+        self._last = (snapshot, now, ended)
         rows, rejects = timer_lines(snapshot, now, self.rejected, ended)
-        key = (tuple(rows), tuple(rejects), ended)
+        width = self.content_region.width
+        key = (tuple(rows), tuple(rejects), ended, width)
         if key == self._shown:
             return
         parts = []
@@ -82,16 +113,16 @@ class TimerLane(Panel):
         else:
             if ended:
                 parts.append(Text("the run ended with these still armed (they never fire):", style="dim"))
-            table = _grid("timer", "gen", "left", "origin", wrap="origin")
-            for kind, gen, when, origin, estimated in rows:
-                style = "yellow" if estimated else ""
-                table.add_row(Text(kind, style=style), gen, Text(when, style="bold"), Text(origin, style=style))
-            parts.append(table)
+            parts.append(timer_table(rows, width))
         for line in rejects:
             parts.append(Text(line, style="red"))
         from rich.console import Group
 
         self.set_content(Group(*parts), key=key)
+
+    def on_resize(self) -> None:
+        if self._last is not None:  # laid out for the width: lay it out again
+            self.show(*self._last)
 
 
 def prompt_status(prompt: dict, ended: bool) -> tuple[str, str]:
