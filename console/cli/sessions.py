@@ -72,7 +72,7 @@ def sessions_list(folder: Annotated[Path, typer.Argument(help="A folder of sessi
             plain(journal.header.get("flow") or journal.header.get("incident") or "-"),
             str(len(journal.records)),
             f"{length:.1f}s",
-            plain(closed[-1]["outcome"] if closed else "open"),
+            plain(closed[-1]["outcome"] if closed else "not closed (cut off?)"),
             str(len(journal.skipped)),
         )
     out.print(table)

@@ -92,7 +92,7 @@ class SessionsScreen(Screen):
             return f"{folder.name}  (unreadable)"
         closed = [r for r in journal.decisions() if r.get("effect") == "SessionClosed"]
         length = journal.records[-1]["t_ms"] / 1000 if journal.records else 0
-        return f"{folder.name}  {closed[-1]['outcome'] if closed else 'open'}  {length:.0f}s"
+        return f"{folder.name}  {closed[-1]['outcome'] if closed else 'not closed'}  {length:.0f}s"
 
     def on_list_view_selected(self, event: ListView.Selected) -> None:
         index = self.query_one("#session-list", ListView).index
