@@ -213,3 +213,55 @@ def test_without_minilm_the_voice_backend_matches_with_wordllama_and_says_so(mon
         await session.stop()
 
     asyncio.run(body())
+
+
+class ScriptedHealth:
+    """The input health monitor's verdicts, one a check (None: nothing new)."""
+
+    healthy = True
+
+    def __init__(self, verdicts):
+        self.verdicts = list(verdicts)
+
+    def check(self, now_ms):
+        return self.verdicts.pop(0) if self.verdicts else None
+
+
+def test_a_repair_injected_while_the_mic_is_still_dead_is_followed_by_the_failure_again():
+    """The microphone died (digital zeros); the designer injects "/recover input" from the
+    console while it is still dead. The core must not then take the dead mic's silence as
+    the caller's (L9): the backend tells it again that the input has failed. When the mic
+    comes back, the core, recovering, is told; a recovery nobody waits for is not sent
+    (it was rejected as stale)."""
+    from ladder import TransportRecovered
+    from ladder.states import State
+
+    async def body():
+        backend = VoiceBackend(VoiceModels(FakeVoice(), FakeRecognizer([]), matcher_kind="lexical"), name="fake")
+        session, records = await start(backend)
+        await asyncio.sleep(0.5)
+        backend.health = ScriptedHealth(["digital_zeros", None])
+        backend.check_health()
+        assert session.runtime.ladder.state is State.RECOVERING
+        backend.check_health()  # still dead, the core still recovering: nothing new
+        session.feed(TransportRecovered("input"))  # injected from the console
+        assert session.runtime.ladder.state is not State.RECOVERING
+        backend.check_health()
+        assert session.runtime.ladder.state is State.RECOVERING
+        failed = [r for r in records if r.get("kind") == "transport_failed" and r.get("effect") == "Trace"]
+        assert [r["reason"] for r in failed] == ["digital_zeros", "still digital_zeros"]
+        backend.health = ScriptedHealth(["recovered"])
+        backend.check_health()  # the mic is back and the core was waiting for it
+        assert session.runtime.ladder.state is not State.RECOVERING
+        repaired = [r for r in records if r.get("kind") == "channel_repaired"]
+        assert len(repaired) == 2
+        # the mic dies and a repair is injected, then the mic comes back: nothing stale is sent
+        backend.health = ScriptedHealth(["digital_zeros"])
+        backend.check_health()
+        session.feed(TransportRecovered("input"))
+        backend.health = ScriptedHealth(["recovered"])
+        backend.check_health()
+        assert not [r for r in records if r.get("kind") == "stale_rejected"]
+        await session.stop()
+
+    asyncio.run(body())

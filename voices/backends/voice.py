@@ -67,6 +67,7 @@ from ladder import (
     TurnStarted,
 )
 from ladder.flow.understanding.shared_intents import flow_intents
+from ladder.states import State
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
 from voices.end_of_turn import DECODE_WAIT_MS, holds_value, pending_slot
@@ -260,6 +261,7 @@ class VoiceBackend:
         self._lead_ms: dict[int, float] = {}  # prompt token -> its first chunk's leading silence
         self.unanswered_turns = 0  # caller turns the agent did not answer with a prompt
         self._input_failed = False
+        self._failure = ""  # what the input failure was, while it stands
         self._previews = 0
         self.matcher = None
         self.matcher_fallback: dict | None = None  # the kind asked for could not load (journaled, shown)
@@ -856,13 +858,20 @@ class VoiceBackend:
         if self.health is None or self.session is None:
             return
         reason = self.health.check(self.session.now_ms())
+        state = self.session.runtime.ladder.state
         if reason == "recovered" and self._input_failed:
             self._input_failed = False
-            self._feed(TransportRecovered("input"))
+            if state is State.RECOVERING:  # not if a repair was injected first: the core is not waiting for one
+                self._feed(TransportRecovered("input"))
         elif reason is not None and reason != "recovered" and not self._input_failed:
             self._input_failed = True
+            self._failure = reason
             self._drop_open_segment("input_failed")
             self._feed(TransportFailed("input", reason))
+        elif self._input_failed and state not in (State.RECOVERING, State.CLOSING, State.CLOSED):
+            # the core was told the channel is back (a repair injected from the console)
+            # while the microphone is still dead: its silence is not the caller's (L9)
+            self._feed(TransportFailed("input", f"still {self._failure}"))
 
     def _drop_open_segment(self, why: str) -> None:
         """The input failed mid-segment: what it heard is no caller turn (a turn already
