@@ -318,6 +318,14 @@ def load_manifest(folder: Path, intents: dict) -> list[tuple[Path, str]]:
     return entries
 
 
+def prime_turns(matcher, texts: list[str]) -> None:  # noqa: ANN001
+    """The turns a bench will read, featurised in one batch where the matcher can (the
+    classifier: `ClassifierMatcher.prime`)."""
+    prime = getattr(matcher, "prime", None)
+    if prime is not None:
+        prime(texts)
+
+
 def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
     """The matcher on what was heard: right per intent, off-topic accepted, each miss
     with what was heard."""
@@ -327,9 +335,7 @@ def read_heard(matcher, turns: list[HeardTurn]) -> dict:  # noqa: ANN001
     misses: list[dict] = []
     accepted: list[dict] = []
     voices: dict[str, dict] = {}
-    prime = getattr(matcher, "prime", None)  # the classifier featurises the turns in one batch
-    if prime is not None:
-        prime([turn.heard for turn in turns])
+    prime_turns(matcher, [turn.heard for turn in turns])
     for turn in turns:
         got = matcher.match(turn.heard)[0] if turn.heard.strip() else None
         voice = voices.setdefault(turn.speaker, {"right": 0, "total": 0, "off_topic_accepted": 0, "off_topic_total": 0,
@@ -406,7 +412,7 @@ def question_options(flow) -> dict:  # noqa: ANN001
 
 
 __all__ = ["SPEAKERS", "HeardCache", "HeardTurn", "Hearer", "Speaker", "Voices", "load_manifest", "pool_voices",
-           "question_options", "read_heard", "speakers_for", "spoken_text"]
+           "prime_turns", "question_options", "read_heard", "speakers_for", "spoken_text"]
 
 
 # the understanding issue's targets: per condition, pooled over a flow set's phrasings

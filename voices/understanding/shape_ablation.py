@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .heard_phrasings import HeardCache, Hearer, question_options
+from .heard_phrasings import HeardCache, Hearer, prime_turns, question_options
 from .phrasing_bench import NONE_KEY, PhrasingFileError, _build, _flow_intents, load_phrasings
 
 CONDITIONS = ("text", "spoken", "line")
@@ -69,7 +69,7 @@ def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), cond
                     continue
                 row["flows"] += 1
                 row["turns"] += len(turns)
-                _prime(matcher, [text for _, text in turns])
+                prime_turns(matcher, [text for _, text in turns])
                 for intent, text in turns:
                     got, reader = _read(matcher, text)
                     bare = _read(matcher, text, None)[0]  # no shape at all
@@ -81,13 +81,6 @@ def shape_ablation(folder: Path, sets: tuple[str, ...] = ("dev", "sealed"), cond
                                intent, got, without, decided=True)
         out["sets"][set_name] = table
     return out
-
-
-def _prime(matcher, texts: list[str]) -> None:  # noqa: ANN001
-    """The turns featurised in one batch, where the matcher can (the classifier)."""
-    prime = getattr(matcher, "prime", None)
-    if prime is not None:
-        prime(texts)
 
 
 def _tally(row: dict, intent: str, got: str | None, without: str | None, decided: bool = False) -> None:
