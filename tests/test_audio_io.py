@@ -405,6 +405,75 @@ def test_health_a_stream_error_is_reported_once():
     assert h.check(40.0) == RECOVERED
 
 
+
+def test_the_core_is_told_a_failure_once_and_again_after_a_repair_it_was_wrongly_given():
+    """What the core hears of the mic (every backend's microphone shares the rule): a
+    failure once; after an injected repair while the mic is still dead, the failure again,
+    once until the core has taken it; a recovery only while the core waits for one."""
+    from ladder import State, TransportFailed, TransportRecovered
+    from voices.health import InputFailureReport
+
+    report = InputFailureReport()
+    steps = [  # (the detector's verdict, the core's state) -> what the core is told
+        (None, State.LISTENING, None),
+        (DIGITAL_ZEROS, State.LISTENING, TransportFailed("input", DIGITAL_ZEROS)),
+        (None, State.LISTENING, None),  # the failure's frame still on its way: not a second one
+        (None, State.RECOVERING, None),
+        (None, State.LISTENING, TransportFailed("input", "still digital_zeros")),  # /recover injected
+        (None, State.LISTENING, None),
+        (None, State.RECOVERING, None),
+        (RECOVERED, State.RECOVERING, TransportRecovered("input")),
+        (None, State.LISTENING, None),
+        (NO_CALLBACKS, State.PROMPTING, TransportFailed("input", NO_CALLBACKS)),
+        (None, State.RECOVERING, None),
+        (None, State.CLOSING, None),  # the call ends while the mic is dead: nothing to repair
+        (RECOVERED, State.CLOSED, None),  # and a recovery nobody waits for is not sent
+    ]
+    told = [report.verdict(reason, state) for reason, state, _ in steps]
+    assert told == [want for _, _, want in steps]
+    # where the state is not known (a transport used on its own), failures and recoveries pass
+    alone = InputFailureReport()
+    assert alone.verdict(DIGITAL_ZEROS, None) == TransportFailed("input", DIGITAL_ZEROS)
+    assert alone.verdict(None, None) is None
+    assert alone.verdict(RECOVERED, None) == TransportRecovered("input")
+
+
+@pytest.mark.parametrize("framework", ["pipecat", "livekit"])
+def test_a_framework_microphone_tells_the_core_its_mic_is_still_dead_after_an_injected_repair(framework):
+    """Pipecat's and LiveKit's microphones read the core's state as Lull's backend does:
+    a repair injected from the console while the mic is dead is followed by the failure."""
+    from ladder import State, TransportFailed
+
+    async def run() -> list:
+        told: list = []
+        if framework == "pipecat":
+            from voices.pipecat.transports import MicrophoneInput
+
+            mic = MicrophoneInput(None, watch_devices=False)
+            mic.create_task = lambda coro: (coro.close(), None)[1]  # the frame is what counts here
+            mic.push_frame = lambda frame: (told.append(frame.event), _no_op())[1]
+        else:
+            from voices.livekit.audio_io import MicrophoneAudio
+
+            mic = MicrophoneAudio(None, on_event=told.append, watch_devices=False)
+        state = [State.LISTENING]
+        mic.call_state = lambda: state[0]
+        mic.health.reset(0.0)
+        mic.health.stream_error(DIGITAL_ZEROS)
+        mic._check()
+        state[0] = State.RECOVERING
+        mic._check()
+        state[0] = State.LISTENING  # /recover input, the mic still dead
+        mic._check()
+        mic._check()
+        return told
+
+    async def _no_op() -> None:
+        return None
+
+    assert asyncio.run(run()) == [TransportFailed("input", DIGITAL_ZEROS), TransportFailed("input", "still digital_zeros")]
+
+
 # -- input health on the real stream: unplugging the microphone ------------------------
 
 

@@ -83,7 +83,7 @@ def test_a_failed_microphone_is_not_recovered_by_the_agents_own_voice():
         room = gated_room()
         mic = MicrophoneAudio(None, room, on_event=events.append, watch_devices=False)
         mic.health.reset(0.0)
-        mic.failed = True
+        mic.report.failed = True
         mic.health.stream_error("digital_zeros")
         assert mic.health.check(0.0) == "digital_zeros"
         for i in range(20):

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from ladder import State, TransportFailed, TransportRecovered
+
 NO_CALLBACKS = "no_callbacks"
 DIGITAL_ZEROS = "digital_zeros"
 RECOVERED = "recovered"
@@ -125,4 +127,41 @@ class InputHealth:
             return self._fail(NO_CALLBACKS)
         if self._zeros_since_ms is not None and now_ms - self._zeros_since_ms > self.zeros_ms:
             return self._fail(DIGITAL_ZEROS)
+        return None
+
+
+class InputFailureReport:
+    """What the core is told of its microphone: `InputHealth`'s verdicts, weighed against
+    the call's state. One object for every backend that owns a microphone (Lull's own,
+    Pipecat's and LiveKit's transports), so they tell the core the same things:
+
+    - a failure, once per episode;
+    - its recovery only while the core waits for one (after a repair injected from the
+      console, a recovery would be rejected as nothing to recover from);
+    - the failure again ("still digital_zeros") when the core was told the channel is
+      back while the microphone is still dead: its silence is not the caller's (L9).
+
+    `state` is the core's state as the caller of `verdict` last saw it, or None when it is
+    not known (then only the first two apply). A failure told is not told again until the
+    core has been seen to take it: a frame still on its way is not a second failure.
+    """
+
+    def __init__(self) -> None:
+        self.failed = False
+        self.failure = ""  # what the failure was, while it stands
+        self._told = False  # a failure was sent and the core has not yet been seen to take it
+
+    def verdict(self, reason: str | None, state: State | None) -> TransportFailed | TransportRecovered | None:
+        taken = state in (State.RECOVERING, State.CLOSING, State.CLOSED)
+        if taken:
+            self._told = False
+        if reason == RECOVERED and self.failed:
+            self.failed = self._told = False
+            return TransportRecovered("input") if state is None or state is State.RECOVERING else None
+        if reason is not None and reason != RECOVERED and not self.failed:
+            self.failed, self.failure, self._told = True, reason, state is not None
+            return TransportFailed("input", reason[:200])
+        if self.failed and state is not None and not taken and not self._told:
+            self._told = True
+            return TransportFailed("input", f"still {self.failure}"[:200])
         return None

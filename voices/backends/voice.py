@@ -62,15 +62,14 @@ from ladder import (
     PromptFailed,
     RequestPrompt,
     TransportFailed,
-    TransportRecovered,
     TurnEnded,
     TurnStarted,
 )
 from ladder.flow.understanding.shared_intents import flow_intents
-from ladder.states import State
 from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
 from voices.echo import EchoGate, power
 from voices.end_of_turn import DECODE_WAIT_MS, holds_value, pending_slot
+from voices.health import InputFailureReport
 from voices.levels import audible_end, audible_onset
 from voices.recording import CallRecorder, refuse_existing
 from voices.vad import SpeechEvent
@@ -260,8 +259,7 @@ class VoiceBackend:
         self._latency_of: dict[int, TurnLatency] = {}  # prompt token -> the turn it answers
         self._lead_ms: dict[int, float] = {}  # prompt token -> its first chunk's leading silence
         self.unanswered_turns = 0  # caller turns the agent did not answer with a prompt
-        self._input_failed = False
-        self._failure = ""  # what the input failure was, while it stands
+        self.input_report = InputFailureReport()  # what the core is told of the microphone
         self._previews = 0
         self.matcher = None
         self.matcher_fallback: dict | None = None  # the kind asked for could not load (journaled, shown)
@@ -472,7 +470,7 @@ class VoiceBackend:
         if self.session is None or self.session.closed.is_set():
             return  # frames still in flight after the call ended
         agent_audible = self.echo.agent_audible if self.echo is not None else self.speaking
-        if self.health is not None and not (self._input_failed and agent_audible):
+        if self.health is not None and not (self.input_report.failed and agent_audible):
             # while the input is down, sound heard as the agent speaks may be its own
             # voice (a monitor the stream fell back to): it is no evidence the mic is back
             self.health.observe(frames, t_ms)
@@ -519,7 +517,7 @@ class VoiceBackend:
     def _segment_started(self, event) -> None:
         seg = _Segment(start_ms=event.speech_start_ms)
         self._segment = seg
-        if self._input_failed:
+        if self.input_report.failed:
             seg.ignored = "input_failed"  # a monitor or a dead line: never the caller
             return
         # with no speaker the microphone can hear (no canceller, no meter), there is no echo
@@ -532,7 +530,7 @@ class VoiceBackend:
             self._maybe_accept(seg, event.t_ms)
 
     def _maybe_accept(self, seg: _Segment, now_ms: float) -> None:
-        if self._input_failed:
+        if self.input_report.failed:
             seg.ignored = "input_failed"
             return
         since: list[float] = []
@@ -574,7 +572,7 @@ class VoiceBackend:
             self._spec.stale = True
             self._spec = None
             self._apply_hold()
-        if seg is None or seg.turn is None or self._input_failed or self._pending_slot() is None:
+        if seg is None or seg.turn is None or self.input_report.failed or self._pending_slot() is None:
             return
         audio, _ = self._turn_audio(seg, event.audio, event.speech_start_ms)
         spec = self._spec = _Speculation(event.t_ms, seg.turn[0])
@@ -858,20 +856,11 @@ class VoiceBackend:
         if self.health is None or self.session is None:
             return
         reason = self.health.check(self.session.now_ms())
-        state = self.session.runtime.ladder.state
-        if reason == "recovered" and self._input_failed:
-            self._input_failed = False
-            if state is State.RECOVERING:  # not if a repair was injected first: the core is not waiting for one
-                self._feed(TransportRecovered("input"))
-        elif reason is not None and reason != "recovered" and not self._input_failed:
-            self._input_failed = True
-            self._failure = reason
+        event = self.input_report.verdict(reason, self.session.runtime.ladder.state)
+        if isinstance(event, TransportFailed):
             self._drop_open_segment("input_failed")
-            self._feed(TransportFailed("input", reason))
-        elif self._input_failed and state not in (State.RECOVERING, State.CLOSING, State.CLOSED):
-            # the core was told the channel is back (a repair injected from the console)
-            # while the microphone is still dead: its silence is not the caller's (L9)
-            self._feed(TransportFailed("input", f"still {self._failure}"))
+        if event is not None:
+            self._feed(event)
 
     def _drop_open_segment(self, why: str) -> None:
         """The input failed mid-segment: what it heard is no caller turn (a turn already

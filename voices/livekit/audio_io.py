@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from livekit import rtc
 from livekit.agents.voice import io
 
+from ladder import State
 from voices.stt import load_wav_16k
 
 RATE = 16_000
@@ -230,15 +232,18 @@ class MicrophoneAudio(io.AudioInput):
     `TransportRecovered`: the core's channel recovery takes it from there."""
 
     def __init__(self, device: int | None, echo=None, *, on_event=None, watch_devices: bool = True) -> None:  # noqa: ANN001
-        from voices.health import InputHealth
+        from voices.health import InputFailureReport, InputHealth
 
         super().__init__(label="MicrophoneAudio")
         self.device, self.echo = device, echo
         self.on_event = on_event or (lambda event: None)
         self.on_frame = lambda loop_time, pcm16: None  # what the microphone heard (mic.wav)
         self.health = InputHealth()
+        self.report = InputFailureReport()
+        # the core's state, as the backend reads it: with it, a repair injected while the
+        # microphone is still dead is followed by the failure again (InputFailureReport)
+        self.call_state: Callable[[], State | None] = lambda: None
         self.watch_devices = watch_devices
-        self.failed = False
         self.errors: list[str] = []
         self._frames: asyncio.Queue = asyncio.Queue()
         self._mic = None
@@ -295,21 +300,15 @@ class MicrophoneAudio(io.AudioInput):
             self._check()
 
     def _check(self) -> None:
-        from ladder import TransportFailed, TransportRecovered
-
-        reason = self.health.check(time.monotonic() * 1000.0)
-        if reason == "recovered" and self.failed:
-            self.failed = False
-            self.on_event(TransportRecovered("input"))
-        elif reason is not None and reason != "recovered" and not self.failed:
-            self.failed = True
-            self.on_event(TransportFailed("input", reason[:200]))
+        event = self.report.verdict(self.health.check(time.monotonic() * 1000.0), self.call_state())
+        if event is not None:
+            self.on_event(event)
 
     def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
         # while the input is down, sound heard as the agent speaks may be its own voice
         # (the echo, a monitor the stream fell back to): no evidence the mic is back, only
         # that its callbacks still come
-        own_voice = self.failed and self.echo is not None and self.echo.agent_audible
+        own_voice = self.report.failed and self.echo is not None and self.echo.agent_audible
         self.health.observe(samples[:0] if own_voice else samples, t_ms)
         at = asyncio.get_running_loop().time() - max(0.0, time.monotonic() * 1000.0 - t_ms) / 1000.0
         self.on_frame(at, (np.clip(samples, -1.0, 1.0) * 32767.0).astype(np.int16).tobytes())

@@ -140,6 +140,7 @@ class LiveKitBackend(FrameworkBackend):
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.input = MicrophoneAudio(self.input_device, self.echo, on_event=self._feed)
+            self.input.call_state = lambda: self.session.runtime.ladder.state
             self.output = SpeakerAudio(self.output_device, rate, self.echo)
             self.output.open()  # the card runs from here on, as the canceller's far end needs
             self.input.open()

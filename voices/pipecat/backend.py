@@ -152,6 +152,7 @@ class PipecatBackend(FrameworkBackend):
         else:  # laptop speakers: the microphone hears them, the canceller and gate take them out
             self.echo = RoomEcho(enabled=self.aec, stream_delay_ms=40.0)
             self.pipeline_input = MicrophoneInput(self.input_device, self.echo)
+            self.pipeline_input.call_state = lambda: self.session.runtime.ladder.state
             self.output = SpeakerOutput(self.output_device, rate, self.echo)
         if self.record_dir is not None:
             self.recordings = FrameworkRecordings(self.session, self.record_dir, mic_rate=mic_rate, out_rate=out_rate,

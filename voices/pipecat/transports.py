@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from pipecat.transports.base_input import BaseInputTransport
 from pipecat.transports.base_output import BaseOutputTransport
 from pipecat.transports.base_transport import TransportParams
 
+from ladder import State
 from voices.room_echo import RoomEcho
 from voices.stt import load_wav_16k
 
@@ -154,14 +156,17 @@ class MicrophoneInput(BaseInputTransport):
     `TransportRecovered`: the core's channel recovery takes it from there."""
 
     def __init__(self, device: int | None, echo: RoomEcho | None = None, *, watch_devices: bool = True, **kwargs) -> None:
-        from voices.health import InputHealth
+        from voices.health import InputFailureReport, InputHealth
 
         super().__init__(TransportParams(audio_in_enabled=True, audio_in_sample_rate=RATE), **kwargs)
         self.device = device
         self.echo = echo
         self.health = InputHealth()
+        self.report = InputFailureReport()
+        # the core's state, as the backend reads it: with it, a repair injected while the
+        # microphone is still dead is followed by the failure again (InputFailureReport)
+        self.call_state: Callable[[], State | None] = lambda: None
         self.watch_devices = watch_devices
-        self.failed = False
         self._mic = None
         self._watch = None
         self._health_task: asyncio.Task | None = None
@@ -215,26 +220,17 @@ class MicrophoneInput(BaseInputTransport):
             self._check()
 
     def _check(self) -> None:
-        from ladder import TransportFailed, TransportRecovered
-
         from .frames import LullEventFrame
 
-        reason = self.health.check(time.monotonic() * 1000.0)
-        if reason == "recovered" and self.failed:
-            self.failed = False
-            event = TransportRecovered("input")
-        elif reason is not None and reason != "recovered" and not self.failed:
-            self.failed = True
-            event = TransportFailed("input", reason[:200])
-        else:
-            return
-        self.create_task(self.push_frame(LullEventFrame(event)))
+        event = self.report.verdict(self.health.check(time.monotonic() * 1000.0), self.call_state())
+        if event is not None:
+            self.create_task(self.push_frame(LullEventFrame(event)))
 
     def _heard(self, samples: np.ndarray, t_ms: float) -> None:  # on the loop, in hand-off order
         # while the input is down, sound heard as the agent speaks may be its own voice
         # (the echo, a monitor the stream fell back to): no evidence the mic is back, only
         # that its callbacks still come
-        own_voice = self.failed and self.echo is not None and self.echo.agent_audible
+        own_voice = self.report.failed and self.echo is not None and self.echo.agent_audible
         self.health.observe(samples[:0] if own_voice else samples, t_ms)
         # mic.wav keeps what the microphone heard, the agent's echo and all, at the loop
         # time it was heard (the block's stamp, moved back by how late it was handed off)
