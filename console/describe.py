@@ -72,6 +72,8 @@ def describe(record: dict, verbose: bool = False) -> str | None:
         score = record.get("score")
         by = f"the learned yes/no reader {score:.2f}" if isinstance(score, (int, float)) and score else "the learned yes/no reader"
         return f"{record.get('slot')} read as {said} by {by} (no yes/no word in the words)"
+    if kind == "route_availability":
+        return f"route {record.get('route')}: {reason}"
     return f"{kind.replace('_', ' ')}: {reason}"
 
 

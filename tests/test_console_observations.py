@@ -183,3 +183,15 @@ async def test_the_sessions_screen_shows_the_same_lines_at_the_cursor(tmp_path):
 def _screen_text(app) -> list[str]:
     """The whole screen as text lines (what a terminal shows)."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def test_a_route_switched_off_names_the_route():
+    """The event stream said "route availability: unavailable" without saying which."""
+    from ladder import Controller, LadderPolicy, SetRouteAvailability
+    from sessions.virtual import flatten
+
+    policy = LadderPolicy()
+    route = next(r.id for r in policy.routes)
+    core = Controller(policy)
+    lines = [describe(flatten(e, 1.0)) for e in core.handle(SetRouteAvailability(route, False), 1.0)]
+    assert f"route {route}: unavailable" in lines
