@@ -267,3 +267,47 @@ def test_the_console_says_why_a_turn_was_the_rooms():
     waited = describe_observation({"kind": "turn_latency", "turn": "heard-3", "perceived_gap_ms": 1064.0,
                                    "end_of_turn": "caller_over_room", "hold_ms": 928.0})
     assert "ended when the caller's voice over the room's stopped" in waited
+
+
+def _asking(flow) -> "FlowRuntime":  # noqa: F821
+    """A compiled flow's runtime with its first question said and its window armed."""
+    from ladder import PlaybackCompleted, PlaybackStarted, RequestPrompt, StartCall
+    from ladder.flow.runtime import FlowRuntime
+
+    rt = FlowRuntime(flow)
+    now, effects = 0.0, rt.handle(StartCall(), 0.0)
+    while rt.asking is None or rt.ladder.state.value != "listening":
+        prompts = [e for e in effects if isinstance(e, RequestPrompt)]
+        assert prompts, rt.ladder.state
+        effects = []
+        for prompt in prompts:
+            effects += rt.handle(PlaybackStarted(prompt.token), now + 10)
+            now += 1000
+            effects += rt.handle(PlaybackCompleted(prompt.token), now)
+    return rt
+
+
+def test_at_the_bound_a_number_buried_in_a_programme_is_no_reply():
+    """A television on from the call's start held the turn open while it talked: its
+    ten seconds held "one" ("the home side one night"), read as a value for "how many
+    months", so the question it kept from playing was never asked and its number filled
+    the slot. At the bound a value counts only in few words; a long code read slowly,
+    all digits, still does."""
+    import json
+    from pathlib import Path
+
+    from console_fixtures import compile_data
+
+    from voices.end_of_turn import holds_value
+
+    months = _asking(compile_data(json.loads((Path(__file__).parent / "flows" / "gym_freeze.json").read_text())))
+    programme = ("Good evening, here in the news, heavy rain in expected across the North tonight, with flooding "
+                 "possible on some roads. In spot, the home side one night will go to...")
+    assert holds_value(months, programme)  # in a turn that ended: the flow reads its number
+    assert not holds_value(months, programme, at_bound=True)
+    assert holds_value(months, "well I think two months because I'm going away for a while", at_bound=True)
+    card = json.loads((Path(__file__).parent / "flows" / "card_activation.json").read_text())
+    card["slots"]["last_four"].update(min_length=16, max_length=16, label="card number")
+    slowly = "um so it is four eight two one, then five five six seven, eight eight nine nine, one two three four"
+    code = _asking(compile_data(card))
+    assert len(slowly.split()) > 20 and holds_value(code, slowly, at_bound=True)

@@ -52,6 +52,13 @@ ROOM_EVIDENCE_FRAMES = 3  # frames (about 32 ms each) louder than the room, as t
 # room's words as the turn's start)
 ROOM_LOOKBACK_MS = 250.0
 CALLER_TURNS_KEPT = 5  # the caller's level: the median of their latest replies
+# at the bound, a value in the words so far is a reply only when said in this many words
+# or fewer: ten seconds of a programme hold twenty-five words or so and often a number
+# ("won by two goals to one", "one night"); taken for a reply, a television on from the
+# call's start held the turn open for as long as it talked, the question it kept from
+# playing was never asked, and its number filled the slot. A caller answering says the
+# value in a sentence; a code read slowly is all digits (its own reading weighs that).
+VALUE_REPLY_WORDS = 20
 ROOM_WORDS = 8  # a run of words this long with no reply in it, twice, is one source talking on
 SAME_SOURCE_DB = 4.0  # two turns this close in level may be one source
 
@@ -212,5 +219,5 @@ class BackgroundVoices:
         return frame_dbfs >= self.room_dbfs + self.above_room_db
 
 
-__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "BackgroundVoices", "RoomGate", "RoomVerdict", "frame_dbfs",
+__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "VALUE_REPLY_WORDS", "BackgroundVoices", "RoomGate", "RoomVerdict", "frame_dbfs",
            "speech_level_dbfs", "voiced_level_dbfs"]

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from voices.background_voices import VALUE_REPLY_WORDS
+
 # when no active stage sets its own (`timing` in the flow; across active stages the
 # longer wins); the same defaults as Lull's own voice backend
 COMPLETE_VALUE_END_MS = 250.0
@@ -34,11 +36,15 @@ WORDS_WAIT_MS = 1000.0
 DECODE_WAIT_MS = 4500.0
 
 
-def holds_value(rt, text: str) -> bool:
+def holds_value(rt, text: str, *, at_bound: bool = False) -> bool:
     """Do the words hold a value, or part of one, for the question pending in flow
-    runtime `rt` (a code, a yes or no, a number)? Free text: nothing says so."""
+    runtime `rt` (a code, a yes or no, a number)? Free text: nothing says so.
+    `at_bound`: the words of a turn still open past the background-voices bound, where
+    a value counts only in few words (voices.background_voices.VALUE_REPLY_WORDS)."""
     pending = pending_slot(rt)
     if pending is None or not text:
+        return False
+    if at_bound and pending[0].type != "digits" and len(text.split()) > VALUE_REPLY_WORDS:
         return False
     from ladder.flow.understanding.text import answer_progress
 

@@ -730,10 +730,10 @@ class VoiceBackend:
 
     # -- background voices (voices.background_voices) ------------------------------------
 
-    def _is_reply(self, text: str, intent: str | None) -> bool:
+    def _is_reply(self, text: str, intent: str | None, *, at_bound: bool = False) -> bool:
         """Do the words hold something for the call: a value for the pending question
         (a code, a yes or no, a number), or what the intent reader recognised?"""
-        return intent is not None or holds_value(getattr(self.session, "runtime", None), text)
+        return intent is not None or holds_value(getattr(self.session, "runtime", None), text, at_bound=at_bound)
 
     def _caller_over_room_ended(self, seg: _Segment, louder: bool) -> bool:
         """A caller turn over the room's voices: the VAD hears the room on after the
@@ -781,7 +781,7 @@ class VoiceBackend:
             return
         intent = self.matcher.match(recognition.text)[0] if self.matcher is not None and recognition.text else None
         verdict = self.room.judge(recognition.text, recognition.raw_text, level,
-                                  reply=self._is_reply(recognition.text, intent), at_bound=True)
+                                  reply=self._is_reply(recognition.text, intent, at_bound=True), at_bound=True)
         if verdict is None:
             return  # words for the call: the turn runs on, and is checked again a bound later
         seg.room = verdict

@@ -420,7 +420,7 @@ class LullLadder:
         since = self._turn_started_at - 0.3  # the VAD speaks of speech a little after it began
         return voiced_level_dbfs(np.array([10 ** (db / 10.0) for at, db in self._levels if at >= since]))
 
-    async def _is_reply(self, text: str) -> tuple[bool, TurnReading]:
+    async def _is_reply(self, text: str, *, at_bound: bool = False) -> tuple[bool, TurnReading]:
         """(the words hold a reply, how Lull's reader read them: interpret.read_words, off
         the loop in one trip): a reply is a value for the pending question, or what the
         reader recognised."""
@@ -428,7 +428,8 @@ class LullLadder:
         if isinstance(matcher, BackgroundMatcher):
             matcher = await asyncio.to_thread(matcher.get)
         reading = await asyncio.to_thread(read_words, matcher, text)
-        reply = reading.intent is not None or holds_value(self._live.runtime if self._live is not None else None, text)
+        reply = reading.intent is not None or holds_value(self._live.runtime if self._live is not None else None, text,
+                                                          at_bound=at_bound)
         return reply, reading
 
     async def _check_long_turn(self, seq: int) -> None:
@@ -437,7 +438,7 @@ class LullLadder:
         if seq != self._seq or self._user_stopped or self._room_verdict is not None:
             return
         text = " ".join(w.strip() for w in self._user_words if w.strip())
-        reply = (await self._is_reply(text))[0] if text else False
+        reply = (await self._is_reply(text, at_bound=True))[0] if text else False
         if seq != self._seq or self._user_stopped:
             return
         verdict = self.room.judge(text, text, self._turn_level(), reply=reply, at_bound=True)

@@ -401,19 +401,19 @@ class LullProcessor(FrameProcessor):
     def _turn_level(self) -> float | None:
         return speech_level_dbfs(np.concatenate(self._turn_audio)) if self._turn_audio else None
 
-    async def _is_reply(self, text: str) -> tuple[bool, str | None, float]:
+    async def _is_reply(self, text: str, *, at_bound: bool = False) -> tuple[bool, str | None, float]:
         """(the words hold a reply, the intent read, its score): a value for the pending
         question, or what the reader recognised."""
         intent, score = await self._read(text)
         if intent is not None:
             return True, intent, score
-        return self._session is not None and holds_value(self._session.runtime, text), None, score
+        return self._session is not None and holds_value(self._session.runtime, text, at_bound=at_bound), None, score
 
     async def _check_long_turn(self) -> None:
         """A caller turn still open past the bound: its words so far hold no reply, and
         the room is talking, not the caller; Lull's stop strategy ends the turn."""
         text = " ".join(w.strip() for w in self._user_words if w.strip())
-        reply = (await self._is_reply(text))[0] if text else False
+        reply = (await self._is_reply(text, at_bound=True))[0] if text else False
         verdict = self.room.judge(text, text, self._turn_level(), reply=reply, at_bound=True)
         if verdict is None or self.turn_stop is None:
             self._turn_started_ms = self._now()  # words for the call: checked again a bound later
