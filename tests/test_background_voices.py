@@ -311,3 +311,25 @@ def test_at_the_bound_a_number_buried_in_a_programme_is_no_reply():
     slowly = "um so it is four eight two one, then five five six seven, eight eight nine nine, one two three four"
     code = _asking(compile_data(card))
     assert len(slowly.split()) > 20 and holds_value(code, slowly, at_bound=True)
+
+
+def test_a_turn_over_the_room_is_decoded_from_the_callers_stretches():
+    """Lull's own backend gates a turn's audio over the room as the frameworks' RoomGate
+    gates their frames: the caller's word (with the look-ahead before and the hangover
+    after) kept sample for sample, the room's stretches silence, the length unchanged."""
+    from voices.background_voices import GATE_HANGOVER_MS, GATE_LOOKAHEAD_MS, gated_to_caller
+
+    rng = np.random.default_rng(3)
+    rate = 16000
+    audio = at_dbfs(rng.normal(0, 1, 3 * rate).astype(np.float32), -40.0)  # the room murmuring
+    word = slice(int(1.0 * rate), int(1.4 * rate))
+    audio[word] += at_dbfs(rng.normal(0, 1, word.stop - word.start).astype(np.float32), -20.0)
+    room = BackgroundVoices()
+    assert gated_to_caller(audio, room) is audio  # the room's level unknown: as it is
+    room.learn_room(-40.0)
+    gated = gated_to_caller(audio, room)
+    assert len(gated) == len(audio)
+    assert np.array_equal(gated[word], audio[word])
+    before = int((1.0 - GATE_LOOKAHEAD_MS / 1000.0 - 0.05) * rate)
+    after = int((1.4 + GATE_HANGOVER_MS / 1000.0 + 0.05) * rate)
+    assert not gated[:before].any() and not gated[after:].any()

@@ -123,8 +123,17 @@ class RoomGate:
             self._open_ms = GATE_HANGOVER_MS + self._held_ms + ms
         self._held.append((pcm16, ms))
         self._held_ms += ms
+        return self._release(GATE_LOOKAHEAD_MS)
+
+    def flush(self) -> list[bytes]:
+        """The frames still held back (the look-ahead), gated on the evidence so far: the
+        end of a whole turn's audio."""
+        return self._release(None)
+
+    def _release(self, keep_ms: float | None) -> list[bytes]:
+        """The held frames beyond `keep_ms` of look-ahead (None: all), passed or silenced."""
         out = []
-        while self._held and self._held_ms > GATE_LOOKAHEAD_MS:
+        while self._held and (keep_ms is None or self._held_ms > keep_ms):
             held, held_ms = self._held.popleft()
             self._held_ms -= held_ms
             if self._open_ms > 0.0:
@@ -134,6 +143,32 @@ class RoomGate:
                 self.gated_frames += 1
                 out.append(bytes(len(held)))
         return out
+
+
+GATE_FRAME_MS = 20.0  # the frames a whole turn is gated in (as the frameworks' audio arrives)
+
+
+def gated_to_caller(audio: np.ndarray, room: BackgroundVoices, rate: int = 16_000) -> np.ndarray:
+    """A caller turn's audio (float32) with the room's stretches silenced, as `RoomGate`
+    passes a framework's frames: the caller's frames with the look-ahead and hangover
+    around them kept, silence (of the same length) for the rest. As it is while the
+    room's level is unknown. Over a television, whisper read the programme's words
+    around a caller's one short word as the turn ("two" heard as "Do it later",
+    taken for a route)."""
+    if room.room_dbfs is None or not len(audio):
+        return audio
+    gate = RoomGate(room)
+    step = int(rate * GATE_FRAME_MS / 1000.0)
+    pcm = (np.clip(np.asarray(audio, np.float32), -1.0, 1.0) * 32767.0).astype(np.int16)
+    frames = [pcm[i : i + step].tobytes() for i in range(0, len(pcm), step)]
+    out: list[bytes] = []
+    for frame in frames:
+        out += gate.push(frame, 1000.0 * (len(frame) // 2) / rate)
+    out += gate.flush()
+    # frames come out in order, each the frame itself (passed) or silence of its length;
+    # the caller's keep their own samples, not the 16-bit round trip
+    kept = np.repeat([o is f for o, f in zip(out, frames, strict=True)], [len(f) // 2 for f in frames])
+    return np.where(kept, audio, 0.0).astype(np.float32)
 
 
 def frame_dbfs(pcm16: bytes) -> float:
@@ -219,5 +254,5 @@ class BackgroundVoices:
         return frame_dbfs >= self.room_dbfs + self.above_room_db
 
 
-__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "VALUE_REPLY_WORDS", "BackgroundVoices", "RoomGate", "RoomVerdict", "frame_dbfs",
+__all__ = ["ROOM_EVIDENCE_FRAMES", "ROOM_LOOKBACK_MS", "TURN_BOUND_MS", "VALUE_REPLY_WORDS", "gated_to_caller", "BackgroundVoices", "RoomGate", "RoomVerdict", "frame_dbfs",
            "speech_level_dbfs", "voiced_level_dbfs"]

@@ -66,7 +66,13 @@ from ladder import (
     TurnStarted,
 )
 from ladder.flow.understanding.shared_intents import flow_intents
-from voices.background_voices import ROOM_EVIDENCE_FRAMES, ROOM_LOOKBACK_MS, BackgroundVoices, speech_level_dbfs
+from voices.background_voices import (
+    ROOM_EVIDENCE_FRAMES,
+    ROOM_LOOKBACK_MS,
+    BackgroundVoices,
+    gated_to_caller,
+    speech_level_dbfs,
+)
 from voices.echo import EchoGate, power
 from voices.end_of_turn import DECODE_WAIT_MS, holds_value, pending_slot
 from voices.health import InputFailureReport
@@ -672,6 +678,8 @@ class VoiceBackend:
             drop = int(max(0.0, keep_from - audio_from) * VAD_RATE / 1000.0)
             drop = min(drop, max(0, len(audio) - VAD_RATE // 2))
             audio, audio_from = audio[drop:], audio_from + drop * 1000.0 / VAD_RATE
+        if seg.room_suspect:  # over the room: whisper hears the caller's stretches, as the frameworks' STT does
+            audio = gated_to_caller(audio, self.room)
         return audio, audio_from
 
     def _segment_ended(self, event, end_of_turn: str | None = None) -> None:
