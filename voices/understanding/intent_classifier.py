@@ -20,6 +20,7 @@ cross-validation on the flow's examples and OFF_TOPIC_TRAINING only (`cross_vali
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import zlib
@@ -33,6 +34,8 @@ from ladder.flow.understanding.route_words import named_route
 
 from . import disk_cache
 from .caller_acts.vectors import shipped as shipped_vectors
+from .class_similarity import NEIGHBOURS, ClassSimilarity
+from .class_similarity import SCALE as SIMILARITY_SCALE
 from .disk_cache import VectorStore
 from .embedders import load_minilm, load_model, unit_vectors
 from .normalise import negated, normalise
@@ -125,7 +128,7 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 # bump when train_softmax or the features change what a model is: classifiers on disk
 # (voices.understanding.disk_cache) are named by it
-TRAINER_VERSION = 4  # 2: classes weighted to equal total weight, a flow's own examples emphasised; 3: lexical features; 4: L-BFGS
+TRAINER_VERSION = 5  # 2: classes weighted to equal total weight, a flow's own examples emphasised; 3: lexical features; 4: L-BFGS; 5: class similarities
 
 # Each class weighs the same in the loss, however many examples it has: a flow's own
 # route with 8 examples beside Lull's shared intents with 100 each would otherwise be a
@@ -287,13 +290,21 @@ def _lbfgs(loss_and_grad: Callable[[np.ndarray], tuple[float, np.ndarray]], p: n
 
 
 class SoftmaxModel:
-    """A trained classifier: names (intents, then NONE), weights and biases."""
+    """A trained classifier: names (intents, then NONE), weights and biases; with
+    `similarity`, its features are each class's similarity to the turn
+    (voices.understanding.class_similarity, over the first `similarity.width` columns,
+    the sentence embedding) and then the turn's own."""
 
-    def __init__(self, names: list[str], weights: np.ndarray, biases: np.ndarray) -> None:
+    def __init__(self, names: list[str], weights: np.ndarray, biases: np.ndarray,
+                 similarity: ClassSimilarity | None = None) -> None:
         self.names, self.weights, self.biases = names, weights, biases
+        self.similarity = similarity
 
     def proba(self, x: np.ndarray) -> np.ndarray:
-        return softmax(np.atleast_2d(x) @ self.weights + self.biases)
+        x = np.atleast_2d(x)
+        if self.similarity is not None:
+            x = np.hstack([self.similarity(x[:, : self.similarity.width]), x])
+        return softmax(x @ self.weights + self.biases)
 
 
 def training_set(intents: dict[str, tuple[str, ...]], off_topic: Sequence[str] = OFF_TOPIC_TRAINING
@@ -306,10 +317,17 @@ def training_set(intents: dict[str, tuple[str, ...]], off_topic: Sequence[str] =
 
 
 def fit(features: np.ndarray, labels: np.ndarray, names: list[str], l2: float,
-        sample_weight: np.ndarray | None = None, sparse_from: int | None = None) -> SoftmaxModel:
+        sample_weight: np.ndarray | None = None, sparse_from: int | None = None,
+        similarity: ClassSimilarity | None = None) -> SoftmaxModel:
+    """A model on `features`; with `similarity` (built on these examples' embeddings),
+    on each class's similarity to each example too, that example left out."""
+    if similarity is not None:
+        near = similarity(features[:, : similarity.width], leave_one_out=True)
+        features = np.hstack([near, features])
+        sparse_from = None if sparse_from is None else sparse_from + near.shape[1]
     weights, biases = train_softmax(features, labels, len(names), l2, sample_weight=sample_weight,
                                     sparse_from=sparse_from)
-    return SoftmaxModel(names, weights, biases)
+    return SoftmaxModel(names, weights, biases, similarity)
 
 
 def decide(proba: np.ndarray, names: list[str], threshold: float) -> str | None:
@@ -448,6 +466,15 @@ class Featuriser:
             out.append(lexical_features(said, self.lexical))
         return np.concatenate(out, axis=1)
 
+    def encoded_width(self, n_columns: int) -> int:
+        """How many of `n_columns` features are the sentence encoders' (raw's order)."""
+        return n_columns - (1 if self.negation else 0) - (LEXICAL_DIM if self.lexical else 0)
+
+    def encoded(self, said: list[str]) -> np.ndarray:
+        """The sentence encoders' part of the features (the first columns), from the
+        vectors kept on disk where they are: what a class's similarity is measured in."""
+        return np.concatenate([self._unit(m, said, self._stores.get(id(m))) for m in self.parts], axis=1)
+
     @staticmethod
     def _unit(model: Embedder, said: list[str], store: VectorStore | None) -> np.ndarray:
         found = store.get(said) if store is not None else {}
@@ -511,7 +538,12 @@ class ClassifierMatcher:
                     if model is None:
                         features = featuriser(said, cache=True)
                         sparse_from = features.shape[1] - LEXICAL_DIM if featuriser.lexical else None
-                        model = fit(features, labels, names, l2, emphasis(texts, labels, own), sparse_from)
+                        similarity = None
+                        if CLASS_SIMILARITY:
+                            width = featuriser.encoded_width(features.shape[1])
+                            similarity = ClassSimilarity(features[:, :width], labels, len(names))
+                        model = fit(features, labels, names, l2, emphasis(texts, labels, own), sparse_from,
+                                    similarity)
                         self._store_model(model)
             with _cache_lock:
                 _model_cache[key] = model
@@ -560,11 +592,15 @@ class ClassifierMatcher:
             return None
         self._disk_name = "classifier-" + disk_cache.digest(
             TRAINER_VERSION, featuriser.fingerprint, NEGATION_SCALE, names, said, labels.tolist(), l2,
-            sorted(own) if own and OWN_EMPHASIS else None)
+            sorted(own) if own and OWN_EMPHASIS else None,
+            (NEIGHBOURS, SIMILARITY_SCALE) if CLASS_SIMILARITY else None)
         data = disk_cache.load(self._disk_name)
         if data is None or set(data) != {"weights", "biases"} or data["biases"].shape != (len(names),):
             return None
-        return SoftmaxModel(names, data["weights"], data["biases"])
+        # the examples' embeddings are not kept with the weights: they are the training
+        # texts' vectors, on disk already (the caller acts' shipped, the rest stored)
+        similarity = ClassSimilarity(featuriser.encoded(said), labels, len(names)) if CLASS_SIMILARITY else None
+        return SoftmaxModel(names, data["weights"], data["biases"], similarity)
 
     def _store_model(self, model: SoftmaxModel) -> None:
         if self._disk_name is not None:
@@ -666,6 +702,9 @@ CLASSIFIER_WORDLLAMA = False
 CLASSIFIER_NEGATION = False
 CLASSIFIER_LEXICAL = LEXICAL_SCALE
 CLASSIFIER_CUES = True
+# each class's similarity to the turn beside its features (class_similarity.py); chosen on
+# yardstick2's dev sets (README, "Callers the team did not write", candidate G)
+CLASS_SIMILARITY = os.environ.get("LULL_CLASS_SIMILARITY", "1") != "0"
 
 
 def main() -> None:  # pragma: no cover - the cross-validation behind the constants above
