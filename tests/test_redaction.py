@@ -198,13 +198,15 @@ def test_headless_output_to_a_pipe_is_redacted_like_the_journal(tmp_path):
 def test_a_text_value_read_back_replays_clean_and_never_leaves_the_call(tmp_path):
     """A redacted text slot read back ("I heard {pet_name}"), through the real matcher: a
     pet's name that shares a word with a request ("his name is Biscuit the Second") is the
-    answer; a real request at the question ("hold on a second Biscuit") is a request, and
+    answer; a real request at the question ("Biscuit, hold on a second") is a request, and
     its words leave the call as a stand-in too; nothing printed or journaled names the
     pet, and a replay's read-back is as long as the live one."""
     from ladder.flow.scaffold import scaffold_flow
 
     (tmp_path / "vet.json").write_text(json.dumps(scaffold_flow("vet", "pet_name", "text", label="pet's name")))
-    lines = "hold on a second Biscuit\nhis name is Biscuit the Second\nyes\n"
+    # "hold on a second Biscuit" (the name after the wait) is now unclear, and so the answer
+    # (README, candidate G's cost); the name first is still a wait
+    lines = "Biscuit, hold on a second\nhis name is Biscuit the Second\nyes\n"
     result = subprocess.run([LULL, "rehearse", "vet.json", "--backend", "text", "--headless", "--journal", "take"],
                             input=lines, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -215,7 +217,7 @@ def test_a_text_value_read_back_replays_clean_and_never_leaves_the_call(tmp_path
     written = (tmp_path / "take" / "journal.jsonl").read_text()
     for text in (written, result.stdout + result.stderr):
         assert "biscuit" not in text.lower()
-    assert "[redacted: xxxxxxx xxx xxxxxx]" in written and "[redacted: xxxx xx x xxxxxx xxxxxxx]" in written
+    assert "[redacted: xxxxxxx xxx xxxxxx]" in written and "[redacted: xxxxxxxx xxxx xx x xxxxxx]" in written
     assert replay(tmp_path / "take").verdict == "CLEAN", replay(tmp_path / "take").describe()
 
 

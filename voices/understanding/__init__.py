@@ -9,6 +9,8 @@ turn gives); hearing them (VAD, STT, end of turn, echo, levels) stays beside it 
   and `read_turn`, which says what read it;
 - `intent_classifier`: kind "classifier", softmax regression over sentence features
   trained on the flow's intents, Lull's shared phrases and an off-topic "none" class;
+- `class_similarity`: how near a turn is to each class's own examples, features the
+  classifier learns to trust beside the turn's;
 - `yes_no_reader`: a yes or a no where the words hold no yes/no word ("please do",
   "aye", "know" heard for "no"), learned on the classifier's own features;
 - `normalise`: a caller's words as the matchers read them (grunt spellings, leading
