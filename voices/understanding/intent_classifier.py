@@ -517,6 +517,7 @@ class ClassifierMatcher:
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
         self._primed: dict[str, np.ndarray] = {}  # a bench's turns, featurised together (prime)
+        self._primed_proba: dict[str, np.ndarray] = {}  # and their class probabilities
         # words that name what a route offers: they decide where the classifier is unsure
         self.route_cues: dict[str, frozenset[str]] = dict(getattr(intents, "route_cues", {}) or {})
         self.chosen_by_words: frozenset[str] = getattr(intents, "chosen_by_words", frozenset())
@@ -565,8 +566,17 @@ class ClassifierMatcher:
         said = [s for s in dict.fromkeys(normalise(t) for t in texts) if s and s not in self._primed]
         if said:
             rows = self.featurise.raw(said, stored=True)
+            # read together too: each class's similarity is a product with every training
+            # example's vector, which one matrix product reads once for all the turns
+            proba = self.model.proba(rows) if self.model is not None else None
             with self._recent_lock:
                 self._primed.update({s: rows[i : i + 1] for i, s in enumerate(said)})
+                if proba is not None:
+                    self._primed_proba.update({s: proba[i] for i, s in enumerate(said)})
+
+    def _proba(self, said: str) -> np.ndarray:
+        primed = self._primed_proba.get(said)
+        return primed if primed is not None else self.model.proba(self._features(said))[0]
 
     def _features(self, said: str) -> np.ndarray:
         primed = self._primed.get(said)
@@ -612,7 +622,7 @@ class ClassifierMatcher:
         intents = self._names[:-1]
         if not said or self.model is None:
             return {name: 0.0 for name in intents}
-        p = self.model.proba(self._features(said))[0]
+        p = self._proba(said)
         return {name: float(p[i]) for i, name in enumerate(intents)}
 
     def yes_no(self, text: str) -> tuple[bool | None, float]:
@@ -639,7 +649,7 @@ class ClassifierMatcher:
         said = normalise(text)
         if not said or self.model is None:
             return None, 0.0, "classifier"
-        p = self.model.proba(self._features(said))[0]
+        p = self._proba(said)
         best = int(np.argmax(p))
         name = decide(p, self._names, self.threshold)
         if self.route_cues and (name is None or name.startswith("route:")):
