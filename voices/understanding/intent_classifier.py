@@ -5,7 +5,8 @@ sentence features: the all-MiniLM-L6-v2 embedding, the wordllama embedding (each
 length) and the lexical polarity flag (voices.understanding.interpret.negated), trained at matcher
 construction on the flow's intent examples plus an explicit "none" class from
 OFF_TOPIC_TRAINING below. A turn is unclear when "none" wins or when the winning
-intent's probability is below the threshold.
+intent's probability is below the threshold. Beside the turn's features the model reads each
+class's similarity to it (voices.understanding.class_similarity).
 
 Training is full-batch gradient descent with Nesterov momentum from zeros, a fixed
 number of steps and a fixed step size (the loss is strongly convex: one minimum, the
